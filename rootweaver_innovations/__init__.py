@@ -1,0 +1,1 @@
+"""rootweaver's algorithms: compaction, packing, retrieval and the multi-hop loop."""

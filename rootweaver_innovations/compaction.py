@@ -1,0 +1,192 @@
+"""Extractive line compactor for the synthesis context, and the shared key-term extractor.
+
+Pure: no I/O, no model, no clock. ``reasoning_key_terms`` is the single term extractor
+used both here and by ``MultiHopRAG``'s answerability check, so the two can never
+disagree about which words matter.
+
+Budget contract of :func:`compact_lines`: ``max_chars`` counts every character of the
+returned text, the ``"\\n"`` separators included, and is absolute. A line that does not
+fit is skipped whole (never truncated) and smaller lines after it are still tried. Kept
+lines come out in their original order; a hop header (``"From query: ..."``) is emitted
+only together with at least one of its kept facts and its characters count too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .context_format import HOP_HEADER_PREFIX, is_header
+
+__all__ = [
+    "HOP_HEADER_PREFIX",
+    "STOP_WORDS",
+    "CompactionResult",
+    "DroppedLine",
+    "KeptLine",
+    "compact_lines",
+    "reasoning_key_terms",
+]
+
+STOP_WORDS: frozenset[str] = frozenset(
+    """
+    a about above after again against all also among an and any are aren't as at be
+    because been before being below between both but by can cannot could couldn't did
+    didn't do does doesn't doing don't down during each either else ever every few for
+    from further had hadn't has hasn't have haven't having he her here hers herself him
+    himself his how however i if in into is isn't it it's its itself just least less let
+    like many may me might more most much must mustn't my myself neither never no nor not
+    now of off often on once only or other others otherwise our ours ourselves out over
+    own per perhaps rather same shall she should shouldn't since so some such than that
+    that's the their theirs them themselves then there there's these they this those
+    though through thus to too under until up upon us very was wasn't we were weren't
+    what what's when where whether which while who who's whom whose why will with within
+    without won't would wouldn't yet you your yours yourself yourselves
+    """.split()
+)
+
+# Reasons a line can be left out of the synthesis context.
+REASON_BUDGET = "budget"  # did not fit in what was left of max_chars
+REASON_BLANK = "blank"  # empty or whitespace-only line
+REASON_DUPLICATE = "duplicate_text"  # same text as a line already considered
+REASON_ORPHAN_HEADER = "header_without_kept_facts"  # hop header whose facts all dropped
+
+
+def reasoning_key_terms(text: str) -> list[str]:
+    """Return the key terms of ``text`` in order of appearance, duplicates kept.
+
+    A key term is a token of ``text.lower().split()`` (whitespace split, punctuation NOT
+    stripped) that is longer than 3 characters and not in :data:`STOP_WORDS`.
+    """
+    return [t for t in text.lower().split() if len(t) > 3 and t not in STOP_WORDS]
+
+
+@dataclass(frozen=True, slots=True)
+class KeptLine:
+    """A line of the input kept in the output.
+
+    ``position`` is its 0-based line index in the input; ``band`` is the priority band
+    that admitted it (0 open sub-query term, 1 latest hop block, 2 the rest) or, for a hop
+    header, the band of the best fact it was emitted with.
+    """
+
+    position: int
+    text: str
+    band: int
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedLine:
+    """A line of the input left out, and why (one of the ``REASON_*`` values)."""
+
+    position: int
+    text: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    """What a compactor kept and what it left out.
+
+    ``text`` is the compacted context; ``kept`` and ``dropped`` together account for
+    every input line exactly once. ``strategy`` names the compactor that produced it.
+    """
+
+    text: str
+    kept: tuple[KeptLine, ...]
+    dropped: tuple[DroppedLine, ...]
+    max_chars: int
+    input_chars: int
+    strategy: str = "line"
+
+    @property
+    def output_chars(self) -> int:
+        return len(self.text)
+
+
+def compact_lines(
+    context: str,
+    *,
+    max_chars: int,
+    question: str = "",
+    open_terms: Iterable[str] = (),
+) -> CompactionResult:
+    """Keep the most useful lines of ``context`` within ``max_chars`` characters.
+
+    Bands: 0 = the line holds a key term of a still-open sub-query (``open_terms``);
+    1 = the line sits in the latest hop block (at or after the last hop header; the whole
+    text when there is none); 2 = the rest. Within a band, lines with more key terms of
+    ``question`` come first, then earlier lines. Raises ``ValueError`` if
+    ``max_chars < 1``.
+    """
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+        raise ValueError(f"max_chars must be a positive int, got {max_chars!r}")
+    lines = context.split("\n")
+    open_set = frozenset(t.lower() for t in open_terms)
+    query_set = frozenset(reasoning_key_terms(question))
+
+    last_header = -1
+    header_of: list[int] = []  # index of the hop header governing each line, -1 if none
+    current = -1
+    for i, line in enumerate(lines):
+        if is_header(line):
+            current = last_header = i
+        header_of.append(current)
+
+    dropped: list[DroppedLine] = []
+    ranked: list[tuple[int, int, int]] = []  # (band, -overlap, position)
+    seen_text: set[str] = set()
+    for i, line in enumerate(lines):
+        if is_header(line):
+            continue
+        if not line.strip():
+            dropped.append(DroppedLine(i, line, REASON_BLANK))
+            continue
+        if line in seen_text:
+            dropped.append(DroppedLine(i, line, REASON_DUPLICATE))
+            continue
+        seen_text.add(line)
+        tokens = line.lower().split()
+        if open_set and not open_set.isdisjoint(tokens):
+            band = 0
+        elif i >= last_header:
+            band = 1
+        else:
+            band = 2
+        overlap = len(query_set.intersection(tokens)) if query_set else 0
+        ranked.append((band, -overlap, i))
+    ranked.sort()
+
+    used = 0  # chars of emitted lines plus one separator per line after the first
+    n_out = 0
+    kept_band: dict[int, int] = {}
+    for band, _neg_overlap, i in ranked:
+        line = lines[i]
+        header = header_of[i]
+        cost = len(line) + (1 if n_out else 0)
+        add_header = header >= 0 and header not in kept_band
+        if add_header:
+            cost += len(lines[header]) + 1
+        if used + cost > max_chars:
+            dropped.append(DroppedLine(i, line, REASON_BUDGET))
+            continue
+        used += cost
+        n_out += 2 if add_header else 1
+        kept_band[i] = band
+        if add_header:
+            kept_band[header] = band
+
+    for i, line in enumerate(lines):
+        if is_header(line) and i not in kept_band:
+            dropped.append(DroppedLine(i, line, REASON_ORPHAN_HEADER))
+
+    order = sorted(kept_band)
+    kept = tuple(KeptLine(i, lines[i], kept_band[i]) for i in order)
+    text = "\n".join(lines[i] for i in order)
+    return CompactionResult(
+        text=text,
+        kept=kept,
+        dropped=tuple(sorted(dropped, key=lambda d: d.position)),
+        max_chars=max_chars,
+        input_chars=len(context),
+    )

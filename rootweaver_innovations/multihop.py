@@ -1,0 +1,381 @@
+"""The multi-hop loop: decompose, pick the next sub-query, retrieve, append facts.
+
+The full *trajectory context* drives every hop decision and is never compacted. After
+the loop a separate *synth_context* is compacted once; with compaction disabled it is
+the full context itself, byte for byte. So the trajectory (sub-queries, retrieved ids,
+hop count, stop reason) cannot depend on whether, or how hard, compaction runs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .compaction import CompactionResult, compact_lines, reasoning_key_terms
+from .context_format import format_fact, format_header, is_header, parse_fact
+from .corpus import Passage
+from .retrieval import Retriever
+
+__all__ = [
+    "Answer",
+    "Compactor",
+    "Decomposer",
+    "Fact",
+    "Hop",
+    "MultiHopRAG",
+    "MultiHopResult",
+    "RuleDecomposer",
+    "STOP_ALL_ANSWERED",
+    "STOP_MAX_HOPS",
+    "STOP_NO_NEW_EVIDENCE",
+    "Synthesizer",
+    "extractive_answer",
+    "is_answered",
+]
+
+STOP_ALL_ANSWERED = "all_answered"
+STOP_MAX_HOPS = "max_hops"
+STOP_NO_NEW_EVIDENCE = "no_new_evidence"
+
+
+class Decomposer(Protocol):
+    """Sub-queries for ``question`` given everything retrieved so far (deterministic)."""
+
+    def __call__(self, question: str, context: str) -> list[str]: ...
+
+
+class Compactor(Protocol):
+    """Shrinks a full context to at most ``max_chars`` characters, recording omissions."""
+
+    def __call__(
+        self, context: str, *, max_chars: int, question: str, open_terms: Sequence[str]
+    ) -> CompactionResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A synthesised answer, the context lines it cites, and how it was produced."""
+
+    text: str
+    cited_lines: tuple[str, ...] = ()
+    method: str = "extractive"
+
+
+class Synthesizer(Protocol):
+    def __call__(self, question: str, synth_context: str) -> Answer: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One fact line of the context and where it came from."""
+
+    line: str
+    passage_id: str
+    title: str
+    sentence_index: int
+    hop: int
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """One loop iteration: the sub-query issued and the ids of the new passages it added."""
+
+    sub_query: str
+    retrieved_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MultiHopResult:
+    """Everything one ``multi_hop_search`` decided and produced.
+
+    ``synth_context`` is what synthesis sees; ``compaction`` is ``None`` when compaction
+    was off (then ``synth_context == full_context``).
+    """
+
+    question: str
+    hops: tuple[Hop, ...]
+    stop_reason: str
+    sub_queries: tuple[str, ...]  # the final decomposition
+    open_terms: tuple[str, ...]
+    full_context: str
+    synth_context: str
+    facts: tuple[Fact, ...]
+    compaction: CompactionResult | None
+    answer: Answer | None = None
+
+    @property
+    def hop_count(self) -> int:
+        return len(self.hops)
+
+    @property
+    def context_chars(self) -> int:
+        return len(self.synth_context)
+
+    @property
+    def full_context_chars(self) -> int:
+        return len(self.full_context)
+
+    def trajectory(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """(sub-query, retrieved ids) per hop: what must not change with compaction."""
+        return tuple((h.sub_query, h.retrieved_ids) for h in self.hops)
+
+
+def _fact_tokens(context: str) -> set[str]:
+    """Lowercase whitespace tokens of the fact lines (hop headers excluded)."""
+    out: set[str] = set()
+    for line in context.split("\n"):
+        if not is_header(line):
+            out.update(line.lower().split())
+    return out
+
+
+def is_answered(sub_query: str, context_tokens: set[str], threshold: float = 0.6) -> bool:
+    """True when at least ``threshold`` of the sub-query's key terms occur in the context.
+
+    A sub-query with no key terms counts as answered (there is nothing left to look for).
+    """
+    terms = reasoning_key_terms(sub_query)
+    if not terms:
+        return True
+    return sum(t in context_tokens for t in terms) >= threshold * len(terms)
+
+
+_CAP_SPAN = re.compile(
+    r"(?:[A-Z][\w'’.\-]*|\d[\w\-]*)(?:\s+(?:(?:of|the|de|and|von|van|del|la|le|du|da)\s+)*"
+    r"(?:[A-Z][\w'’.\-]*|\d[\w\-]*))*"
+)
+_LEADING = frozenset("The A An In On At He She It They His Her Its This That These Those".split())
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december".split()
+)
+
+
+def _entity_spans(text: str) -> list[str]:
+    """Capitalised spans (proper-noun-like), a leading article stripped.
+
+    Skipped: spans starting with a digit or a month name, one-word spans shorter than
+    3 chars, and one-word spans at the very start of ``text`` (capitalised anyway).
+    """
+    spans = []
+    for m in _CAP_SPAN.finditer(text):
+        words = m.group(0).rstrip(".").split()
+        while words and words[0] in _LEADING:
+            words = words[1:]
+        if not words or words[0][0].isdigit() or words[0].lower() in _MONTHS:
+            continue
+        if len(words) == 1 and (len(words[0]) < 3 or not text[: m.start()].strip()):
+            continue
+        spans.append(" ".join(words))
+    return spans
+
+
+def _bare(token: str) -> str:
+    return token.strip(".,;:!?\"'()[]")
+
+
+@dataclass(frozen=True, slots=True)
+class RuleDecomposer:
+    """Deterministic decomposer for bridge and comparison questions (HotpotQA-style).
+
+    Comparison ("Are X and Y both ...", "... X or Y?"): one sub-query per entity plus the
+    question's remaining key terms. Otherwise the question itself, then up to
+    ``max_bridges`` bridge sub-queries: named entities found in the facts retrieved for
+    the question that are neither in the question nor the title of a retrieved passage,
+    each with the question terms its own sentence lacks.
+    """
+
+    max_bridges: int = 2
+
+    def __call__(self, question: str, context: str) -> list[str]:
+        question = " ".join(question.split())
+        pair = self._comparison_entities(question)
+        if pair is not None:
+            names = {_bare(t) for t in " ".join(pair).lower().split()}
+            rest = [t for t in reasoning_key_terms(question) if _bare(t) not in names]
+            return [" ".join([e, *rest]) for e in pair]
+        return [question, *self._bridges(question, context)]
+
+    @staticmethod
+    def _comparison_entities(question: str) -> tuple[str, str] | None:
+        head, sep, tail = question.rstrip("?").rpartition(" or ")
+        if sep:
+            left = _entity_spans(" " + head.rpartition(",")[2] if "," in head else " " + head)
+            right = _entity_spans(tail)
+            if left and right and tail[:1].isupper():
+                return left[-1], right[0]
+        m = re.match(r"^(?:Between|Are|Were|Is|Was|Do|Did)\s+(.+?)\s+and\s+(.+)$", question.rstrip("?"))
+        if m:
+            left, right = _entity_spans(" " + m.group(1)), _entity_spans(" " + m.group(2))
+            if left and right and m.group(2)[:1].isupper():
+                return left[0], right[0]
+        return None
+
+    def _bridges(self, question: str, context: str) -> list[str]:
+        if not context:
+            return []
+        q_lower = question.lower()
+        q_terms = reasoning_key_terms(question)
+        titles: set[str] = set()
+        first_block: list[str] = []
+        block = 0
+        for line in context.split("\n"):
+            if is_header(line):
+                block += 1
+                continue
+            parsed = parse_fact(line)
+            if parsed is None:
+                continue
+            titles.add(parsed[0].lower())
+            if block == 1:
+                first_block.append(parsed[1])
+        scored = sorted(
+            enumerate(first_block),
+            key=lambda p: (-len(set(q_terms).intersection(p[1].lower().split())), p[0]),
+        )
+        out: list[str] = []
+        seen: set[str] = set()
+        for _, sentence in scored:
+            sent_tokens = set(sentence.lower().split())
+            for span in _entity_spans(sentence):
+                low = span.lower()
+                if low in q_lower or low in titles or low in seen or not reasoning_key_terms(span):
+                    continue
+                seen.add(low)
+                missing = [t for t in q_terms if t not in sent_tokens and t not in low.split()]
+                out.append(" ".join([span, *missing]))
+                if len(out) >= self.max_bridges:
+                    return out
+        return out
+
+
+def extractive_answer(question: str, synth_context: str) -> Answer:
+    """Fallback synthesis with no LLM: the fact line sharing most key terms with the question.
+
+    Ties go to the earlier line; an empty context gives an empty answer.
+    """
+    q = set(reasoning_key_terms(question))
+    best, best_score = "", -1
+    for line in synth_context.split("\n"):
+        parsed = parse_fact(line)
+        if parsed is None:
+            continue
+        score = len(q.intersection(line.lower().split()))
+        if score > best_score:
+            best, best_score = line, score
+    text = parse_fact(best)[1] if best else ""
+    return Answer(text=text, cited_lines=(best,) if best else (), method="extractive (no LLM configured)")
+
+
+@dataclass
+class MultiHopRAG:
+    """The hop loop with retriever, decomposer, synthesizer and compactor injected.
+
+    ``passages_per_hop`` new (not yet seen) passages are added per hop; all their
+    sentences become fact lines. Raises ``ValueError`` on ``max_hops < 1``,
+    ``passages_per_hop < 1``, a threshold outside (0, 1] or ``compaction_max_chars < 1``.
+    """
+
+    retriever: Retriever
+    decomposer: Decomposer = field(default_factory=RuleDecomposer)
+    synthesizer: Synthesizer | None = None
+    max_hops: int = 5
+    passages_per_hop: int = 2
+    answerability_threshold: float = 0.6
+    compaction_enabled: bool = False
+    compaction_max_chars: int = 2000
+    compactor: Compactor = compact_lines
+
+    def __post_init__(self) -> None:
+        if self.max_hops < 1:
+            raise ValueError(f"max_hops must be >= 1, got {self.max_hops}")
+        if self.passages_per_hop < 1:
+            raise ValueError(f"passages_per_hop must be >= 1, got {self.passages_per_hop}")
+        if not 0 < self.answerability_threshold <= 1:
+            raise ValueError(f"answerability_threshold must be in (0, 1], got {self.answerability_threshold}")
+        if self.compaction_max_chars < 1:
+            raise ValueError(f"compaction_max_chars must be >= 1, got {self.compaction_max_chars}")
+
+    def _decompose_query(self, question: str, context: str) -> list[str]:
+        return self.decomposer(question, context)
+
+    def _select_next_query(
+        self, sub_queries: Sequence[str], context: str, asked: set[str]
+    ) -> tuple[str | None, str]:
+        """Next open, not-yet-asked sub-query, or ``(None, stop_reason)``."""
+        tokens = _fact_tokens(context)
+        open_ones = [q for q in sub_queries if not is_answered(q, tokens, self.answerability_threshold)]
+        if not open_ones:
+            return None, STOP_ALL_ANSWERED
+        for q in open_ones:
+            if q not in asked:
+                return q, ""
+        return None, STOP_NO_NEW_EVIDENCE
+
+    def _build_context(self, sub_query: str, passages: Sequence[Passage], hop: int) -> tuple[str, list[Fact]]:
+        facts = [
+            Fact(format_fact(p.title, s), p.id, p.title, j, hop)
+            for p in passages
+            for j, s in enumerate(p.sentences)
+        ]
+        return "\n".join([format_header(sub_query), *(f.line for f in facts)]), facts
+
+    def _retrieve_new(self, sub_query: str, seen: set[str]) -> list[Passage]:
+        hits = self.retriever.search(sub_query, self.passages_per_hop + len(seen))
+        fresh = [h.passage for h in hits if h.passage.id not in seen]
+        return fresh[: self.passages_per_hop]
+
+    def multi_hop_search(self, question: str) -> MultiHopResult:
+        """Run the loop for ``question`` (non-empty, else ``ValueError``)."""
+        if not question or not question.strip():
+            raise ValueError("question must be a non-empty string")
+        context = ""
+        hops: list[Hop] = []
+        facts: list[Fact] = []
+        seen: set[str] = set()
+        asked: set[str] = set()
+        stop = STOP_MAX_HOPS
+        for hop in range(self.max_hops):
+            sub_queries = self._decompose_query(question, context)
+            nxt, reason = self._select_next_query(sub_queries, context, asked)
+            if nxt is None:
+                stop = reason
+                break
+            asked.add(nxt)
+            passages = self._retrieve_new(nxt, seen)
+            if not passages:
+                stop = STOP_NO_NEW_EVIDENCE
+                break
+            seen.update(p.id for p in passages)
+            block, new_facts = self._build_context(nxt, passages, hop)
+            context = block if not context else f"{context}\n\n{block}"
+            facts.extend(new_facts)
+            hops.append(Hop(nxt, tuple(p.id for p in passages)))
+
+        final_subs = tuple(self._decompose_query(question, context))
+        tokens = _fact_tokens(context)
+        open_terms = tuple(dict.fromkeys(
+            t for q in final_subs if not is_answered(q, tokens, self.answerability_threshold)
+            for t in reasoning_key_terms(q)
+        ))
+        compaction = None
+        synth = context
+        if self.compaction_enabled:
+            compaction = self.compactor(
+                context, max_chars=self.compaction_max_chars, question=question, open_terms=open_terms
+            )
+            synth = compaction.text
+        answer = self.synthesizer(question, synth) if self.synthesizer is not None else None
+        return MultiHopResult(
+            question=question,
+            hops=tuple(hops),
+            stop_reason=stop,
+            sub_queries=final_subs,
+            open_terms=open_terms,
+            full_context=context,
+            synth_context=synth,
+            facts=tuple(facts),
+            compaction=compaction,
+            answer=answer,
+        )

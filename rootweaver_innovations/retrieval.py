@@ -1,0 +1,100 @@
+"""Lexical retrieval over passages: BM25 with two interchangeable backends.
+
+Tokenisation (shared by both backends, by queries and by passages): Unicode-aware
+lowercase word tokens (``\\w+``), English stop words from
+:data:`rootweaver_innovations.compaction.STOP_WORDS` removed, no stemming. A passage is
+indexed as ``title + " " + text``, so a query naming an entity finds its page.
+
+Backends: ``"bm25s"`` (sparse-matrix scoring, the fast default) and ``"rank_bm25"``
+(rank-bm25's ``BM25Okapi``, the reference). Both use Okapi BM25 with k1=1.5, b=0.75 and
+the Robertson idf. Ties are broken by corpus order, so results are deterministic.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from .compaction import STOP_WORDS
+from .corpus import Passage
+
+__all__ = ["BM25Retriever", "Retriever", "ScoredPassage", "bm25_tokenize", "top_k_indices"]
+
+_WORD = re.compile(r"\w+")
+BACKENDS = ("bm25s", "rank_bm25")
+
+
+def bm25_tokenize(text: str) -> list[str]:
+    """Lowercase ``\\w+`` tokens of ``text`` minus stop words (order kept)."""
+    return [t for t in _WORD.findall(text.lower()) if t not in STOP_WORDS]
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredPassage:
+    """A retrieved passage with its score and 0-based rank in the result list."""
+
+    passage: Passage
+    score: float
+    rank: int
+
+
+class Retriever(Protocol):
+    """Anything that returns the ``k`` best passages for a query, best first."""
+
+    def search(self, query: str, k: int) -> list[ScoredPassage]: ...
+
+
+def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` highest scores, descending, ties by lower index first."""
+    k = min(k, scores.shape[0])
+    order = np.lexsort((np.arange(scores.shape[0]), -scores))
+    return order[:k]
+
+
+class BM25Retriever:
+    """BM25 over a fixed list of passages.
+
+    ``backend`` is ``"bm25s"`` (default) or ``"rank_bm25"``; anything else raises
+    ``ValueError``. An empty passage list raises ``ValueError``. ``search`` with ``k < 1``
+    raises ``ValueError``; a query with no indexable token returns an empty list.
+    """
+
+    def __init__(self, passages: Sequence[Passage], backend: str = "bm25s", k1: float = 1.5, b: float = 0.75):
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown BM25 backend {backend!r}; choose one of {sorted(BACKENDS)}")
+        if not passages:
+            raise ValueError("cannot index an empty passage list")
+        self.passages = list(passages)
+        self.backend = backend
+        tokens = [bm25_tokenize(f"{p.title} {p.text}") or ["<empty>"] for p in self.passages]
+        if backend == "bm25s":
+            import bm25s
+
+            self._index = bm25s.BM25(k1=k1, b=b, method="robertson")
+            self._index.index(tokens, show_progress=False)
+            self._vocab = set(self._index.vocab_dict)
+        else:
+            from rank_bm25 import BM25Okapi
+
+            self._index = BM25Okapi(tokens, k1=k1, b=b)
+            self._vocab = set(self._index.idf)
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every passage for ``query`` (float64, corpus order)."""
+        q = [t for t in bm25_tokenize(query) if t in self._vocab]
+        if not q:
+            return np.zeros(len(self.passages))
+        return np.asarray(self._index.get_scores(q), dtype=np.float64)
+
+    def search(self, query: str, k: int) -> list[ScoredPassage]:
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        s = self.scores(query)
+        if not s.any():
+            return []
+        idx = [i for i in top_k_indices(s, k) if s[i] > 0]
+        return [ScoredPassage(self.passages[i], float(s[i]), r) for r, i in enumerate(idx)]
