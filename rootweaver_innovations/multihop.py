@@ -152,11 +152,12 @@ _MONTHS = frozenset(
 )
 
 
-def _entity_spans(text: str) -> list[str]:
+def _entity_spans(text: str, skip_initial: bool = True) -> list[str]:
     """Capitalised spans (proper-noun-like), a leading article stripped.
 
     Skipped: spans starting with a digit or a month name, one-word spans shorter than
-    3 chars, and one-word spans at the very start of ``text`` (capitalised anyway).
+    3 chars, and (with ``skip_initial``) one-word spans opening ``text``, which are
+    capitalised anyway.
     """
     spans = []
     for m in _CAP_SPAN.finditer(text):
@@ -165,7 +166,7 @@ def _entity_spans(text: str) -> list[str]:
             words = words[1:]
         if not words or words[0][0].isdigit() or words[0].lower() in _MONTHS:
             continue
-        if len(words) == 1 and (len(words[0]) < 3 or not text[: m.start()].strip()):
+        if len(words) == 1 and (len(words[0]) < 3 or (skip_initial and not text[: m.start()].strip())):
             continue
         spans.append(" ".join(words))
     return spans
@@ -201,13 +202,14 @@ class RuleDecomposer:
     def _comparison_entities(question: str) -> tuple[str, str] | None:
         head, sep, tail = question.rstrip("?").rpartition(" or ")
         if sep:
-            left = _entity_spans(" " + head.rpartition(",")[2] if "," in head else " " + head)
-            right = _entity_spans(tail)
+            left = _entity_spans(head.rpartition(",")[2], skip_initial=False)
+            right = _entity_spans(tail, skip_initial=False)
             if left and right and tail[:1].isupper():
                 return left[-1], right[0]
         m = re.match(r"^(?:Between|Are|Were|Is|Was|Do|Did)\s+(.+?)\s+and\s+(.+)$", question.rstrip("?"))
         if m:
-            left, right = _entity_spans(" " + m.group(1)), _entity_spans(" " + m.group(2))
+            left = _entity_spans(m.group(1), skip_initial=False)
+            right = _entity_spans(m.group(2), skip_initial=False)
             if left and right and m.group(2)[:1].isupper():
                 return left[0], right[0]
         return None
