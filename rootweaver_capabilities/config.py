@@ -1,0 +1,379 @@
+"""One immutable, validated configuration object for the multi-hop capability.
+
+``MultiHopConfig.from_yaml(path)`` / ``from_mapping(mapping, source=...)`` build it and
+``to_mapping()`` gives back a plain nested dict, so ``from_mapping(c.to_mapping()) == c``.
+Every knob is declared once, with its type, default, rule and description, in the
+dataclass field metadata; :func:`knob_reference` lists them (the README and the shipped
+``configs/retrieval/multi_hop.yaml`` document exactly these keys).
+
+Validation happens at the door: an unknown key, a wrong type or an impossible value
+raises :class:`ConfigError` (a ``ValueError``) whose message names the dotted key and the
+source (the YAML file path, or ``source=`` for a mapping). Duplicate keys in a YAML
+mapping are rejected too. Bools are never accepted as numbers; an int is accepted where
+a float is expected.
+
+Secrets: the config holds only the *names* of environment variables
+(``flags.unleash.token_env``, ``llm.api_key_env``); the values are read from the
+environment when needed (:meth:`UnleashConfig.token`, :meth:`LLMConfig.api_key`) and are
+never stored in the object, so they cannot reach a repr, a log line or metadata. No
+other knob can be overridden from the environment. Relative paths are used as given,
+i.e. relative to the working directory of the process.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rootweaver_innovations.retrieval import BACKENDS
+
+__all__ = [
+    "CAPABILITY_FLAG",
+    "COMPACTION_STRATEGIES",
+    "FLAG_PROVIDERS",
+    "CompactionConfig",
+    "ConfigError",
+    "FlagsConfig",
+    "LLMConfig",
+    "MultiHopConfig",
+    "RetrieverConfig",
+    "UnleashConfig",
+    "knob_reference",
+]
+
+CAPABILITY_FLAG = "eip.capabilities.retrieval.multi_hop.enabled"
+COMPACTION_STRATEGIES = ("line", "submodular")
+FLAG_PROVIDERS = ("static", "unleash")
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class ConfigError(ValueError):
+    """The configuration is malformed; the message names the dotted key and the source."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """How one knob is checked: type, nullability, allowed values, a value predicate."""
+
+    kind: str  # "int" | "float" | "bool" | "str" | "env" | "url" | "flag_map"
+    doc: str
+    nullable: bool = False
+    choices: tuple[str, ...] = ()
+    check: Callable[[Any], bool] | None = None
+    rule: str = ""  # what ``check`` demands, for the error message
+
+
+def _knob(default: Any, kind: str, doc: str, **rule: Any) -> Any:
+    return field(default=default, metadata={"rule": _Rule(kind, doc, **rule)})
+
+
+def _section(cls: type, doc: str) -> Any:
+    return field(default_factory=cls, metadata={"section": cls, "doc": doc})
+
+
+def _positive(v: float) -> bool:
+    return v >= 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetrieverConfig:
+    """The hop retriever: BM25 over a JSONL corpus (or the bundled demo corpus)."""
+
+    backend: str = _knob("bm25s", "str", "BM25 implementation.", choices=BACKENDS)
+    corpus: str | None = _knob(
+        None, "str", "JSONL corpus ({id, title, text|sentences} per line); null = the bundled demo corpus.",
+        nullable=True,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionConfig:
+    """Compaction of the synthesis context (the trajectory is never compacted)."""
+
+    enabled: bool = _knob(False, "bool", "Allow compaction at all (it also needs the flags, see flags.*).")
+    strategy: str = _knob("line", "str", "Compactor: line (extractive lines) or submodular (evidence packer).",
+                          choices=COMPACTION_STRATEGIES)
+    max_chars: int = _knob(2000, "int", "Hard budget of the synthesis context in characters (newlines count).",
+                           check=_positive, rule="must be >= 1")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnleashConfig:
+    """Connection to an Unleash server (used when ``flags.provider`` is ``unleash``)."""
+
+    url: str | None = _knob(
+        "http://127.0.0.1:4242/api", "url", "Unleash client API base URL (must end in /api).", nullable=True
+    )
+    app_name: str = _knob("rootweaver", "str", "Application name reported to Unleash.")
+    environment: str = _knob("development", "str", "Unleash environment evaluated.")
+    refresh_interval: int = _knob(15, "int", "Seconds between polls of the server.", check=_positive,
+                                  rule="must be >= 1")
+    request_timeout: int = _knob(5, "int", "HTTP timeout in seconds for one request to the server.",
+                                 check=_positive, rule="must be >= 1")
+    cache_dir: str | None = _knob(
+        ".cache/unleash-client", "str",
+        "Folder of the client's on-disk cache of the last fetched flags; null = the client's default.",
+        nullable=True,
+    )
+    bootstrap_file: str | None = _knob(
+        None, "str", "Unleash features JSON used when no server value is known yet; null = none (flags off).",
+        nullable=True,
+    )
+    token_env: str | None = _knob(
+        "UNLEASH_API_TOKEN", "env", "NAME of the environment variable holding the backend API token.",
+        nullable=True,
+    )
+
+    def token(self) -> str | None:
+        """The API token from the environment (``None`` when unset or empty); never stored."""
+        return _read_env(self.token_env)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FlagsConfig:
+    """Which flag provider answers, and the flag names it is asked about."""
+
+    provider: str = _knob("static", "str", "static (no server) or unleash.", choices=FLAG_PROVIDERS)
+    capability_flag: str = _knob(CAPABILITY_FLAG, "str", "Flag gating the whole capability.")
+    compaction_flag: str | None = _knob(
+        None, "str", "Optional rollout flag for compaction, evaluated per request (userId/sessionId); "
+        "null = no rollout gate.", nullable=True,
+    )
+    static: tuple[tuple[str, bool], ...] = _knob(
+        ((CAPABILITY_FLAG, True),), "flag_map",
+        "Static provider: flag name -> on/off (flags not listed are off).",
+    )
+    static_file: str | None = _knob(
+        None, "str", "Static provider: JSON file {flag name: true|false}; when set it replaces flags.static.",
+        nullable=True,
+    )
+    unleash: UnleashConfig = _section(UnleashConfig, "Unleash provider settings.")
+
+    @property
+    def static_values(self) -> dict[str, bool]:
+        return dict(self.static)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LLMConfig:
+    """An OpenAI-compatible chat endpoint (vLLM, llama.cpp server) for synthesis."""
+
+    base_url: str | None = _knob(None, "url", "Endpoint base URL, e.g. http://127.0.0.1:8765/v1; "
+                                 "null = extractive answer, no LLM.", nullable=True)
+    model: str = _knob("qwen2.5-coder-1.5b-instruct", "str", "Model name sent to the endpoint.")
+    api_key_env: str | None = _knob("ROOTWEAVER_LLM_API_KEY", "env",
+                                    "NAME of the environment variable holding the API key.", nullable=True)
+    timeout_s: float = _knob(60.0, "float", "Request timeout in seconds.", check=lambda v: v > 0,
+                             rule="must be > 0")
+    max_tokens: int = _knob(256, "int", "Maximum tokens generated per answer.", check=_positive,
+                            rule="must be >= 1")
+    context_window: int = _knob(2048, "int", "The model's context window in tokens (prompt + answer).",
+                                check=_positive, rule="must be >= 1")
+
+    def api_key(self) -> str | None:
+        """The API key from the environment (``None`` when unset or empty); never stored."""
+        return _read_env(self.api_key_env)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MultiHopConfig:
+    """Every knob of the capability. Validated on construction; compares by value.
+
+    ``source`` (where it was loaded from) is kept for error messages only: it takes no
+    part in equality and is not part of :meth:`to_mapping`.
+    """
+
+    max_hops: int = _knob(5, "int", "Most retrieval hops per question.", check=_positive, rule="must be >= 1")
+    passages_per_hop: int = _knob(2, "int", "New passages added per hop.", check=_positive, rule="must be >= 1")
+    answerability_threshold: float = _knob(
+        0.6, "float", "Share of a sub-query's key terms that must occur in the context for it to count as "
+        "answered.", check=lambda v: 0 < v <= 1, rule="must be in (0, 1]",
+    )
+    retriever: RetrieverConfig = _section(RetrieverConfig, "Hop retriever.")
+    compaction: CompactionConfig = _section(CompactionConfig, "Synthesis-context compaction.")
+    flags: FlagsConfig = _section(FlagsConfig, "Feature flags.")
+    llm: LLMConfig = _section(LLMConfig, "Synthesis LLM endpoint.")
+    source: str = field(default="<mapping>", compare=False)
+
+    def __post_init__(self) -> None:
+        _validate(self, "", self.source)
+        f, s = self.flags, self.source
+        if f.provider == "unleash" and f.unleash.url is None:
+            raise ConfigError(f"{s}: key 'flags.unleash.url' is required when flags.provider is 'unleash'")
+        if self.llm.max_tokens >= self.llm.context_window:
+            raise ConfigError(f"{s}: key 'llm.max_tokens' must be < llm.context_window "
+                              f"({self.llm.context_window}), got {self.llm.max_tokens}")
+
+    @classmethod
+    def from_mapping(cls, mapping: Mapping[str, Any] | None, *, source: str = "<mapping>") -> MultiHopConfig:
+        """Build from a nested mapping; missing keys take their defaults."""
+        kwargs = _parse(cls, {} if mapping is None else mapping, "", source)
+        return cls(**kwargs, source=source)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> MultiHopConfig:
+        """Load a YAML file (an empty file means all defaults)."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+        try:
+            raw = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+        return cls.from_mapping(raw, source=str(path))
+
+    def to_mapping(self) -> dict[str, Any]:
+        """Plain nested dict of every knob (no ``source``), YAML/JSON-serialisable."""
+        return _to_mapping(self)
+
+
+def _read_env(name: str | None) -> str | None:
+    return (os.environ.get(name) or None) if name else None
+
+
+def _knob_fields(cls: type) -> list[Any]:
+    return [f for f in fields(cls) if "rule" in f.metadata or "section" in f.metadata]
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _parse(cls: type, raw: Any, path: str, source: str) -> dict[str, Any]:
+    """Check the shape of ``raw`` (mapping, no unknown keys) and build constructor kwargs."""
+    if not isinstance(raw, Mapping):
+        where = f"key '{path}'" if path else "the top level"
+        raise ConfigError(f"{source}: {where} must be a mapping, got {type(raw).__name__}")
+    known = {f.name: f for f in _knob_fields(cls)}
+    for key in raw:
+        if key not in known:
+            raise ConfigError(
+                f"{source}: unknown key '{_join(path, str(key))}' "
+                f"(allowed{' in ' + path if path else ''}: {', '.join(sorted(known))})"
+            )
+    kwargs: dict[str, Any] = {}
+    for name, value in raw.items():
+        f, key = known[name], _join(path, name)
+        if "section" in f.metadata:
+            kwargs[name] = f.metadata["section"](**_parse(f.metadata["section"], value, key, source))
+            continue
+        rule: _Rule = f.metadata["rule"]
+        if rule.kind == "float" and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        elif rule.kind == "flag_map" and isinstance(value, Mapping):
+            value = tuple(sorted(value.items(), key=lambda kv: str(kv[0])))
+        kwargs[name] = value
+    return kwargs
+
+
+_TYPE_NAMES = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a non-empty string",
+               "env": "an environment variable name", "url": "an http(s) URL",
+               "flag_map": "a mapping of flag name -> true/false"}
+
+
+def _type_ok(kind: str, v: Any) -> bool:
+    if kind == "int":
+        return isinstance(v, int) and not isinstance(v, bool)
+    if kind == "float":
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if kind == "bool":
+        return isinstance(v, bool)
+    if kind in ("str", "env", "url"):
+        return isinstance(v, str) and bool(v.strip())
+    return isinstance(v, tuple) and all(  # flag_map
+        isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and p[0] and isinstance(p[1], bool)
+        for p in v
+    )
+
+
+def _validate(obj: Any, path: str, source: str) -> None:
+    """Check every knob of ``obj`` (recursively) against its rule; raise ``ConfigError``."""
+    for f in _knob_fields(type(obj)):
+        key, value = _join(path, f.name), getattr(obj, f.name)
+        if "section" in f.metadata:
+            if not isinstance(value, f.metadata["section"]):
+                raise ConfigError(f"{source}: key '{key}' must be a mapping, got {type(value).__name__}")
+            _validate(value, key, source)
+            continue
+        rule: _Rule = f.metadata["rule"]
+        if value is None:
+            if rule.nullable:
+                continue
+            raise ConfigError(f"{source}: key '{key}' must be {_TYPE_NAMES[rule.kind]}, got null")
+        if rule.kind == "env":  # never echo the value: it may be a secret pasted by mistake
+            if not (isinstance(value, str) and _ENV_NAME.fullmatch(value)):
+                raise ConfigError(f"{source}: key '{key}' must name an environment variable "
+                                  "([A-Za-z_][A-Za-z0-9_]*); the value is not shown since it may be a secret")
+            continue
+        if not _type_ok(rule.kind, value):
+            shown = value if rule.kind != "flag_map" else dict(value) if isinstance(value, tuple) else value
+            raise ConfigError(f"{source}: key '{key}' must be {_TYPE_NAMES[rule.kind]}, "
+                              f"got {type(shown).__name__} {shown!r}")
+        if rule.kind == "url" and not re.match(r"https?://\S+$", value):
+            raise ConfigError(f"{source}: key '{key}' must be an http(s) URL, got {value!r}")
+        if key == "flags.unleash.url" and not value.rstrip("/").endswith("/api"):
+            raise ConfigError(f"{source}: key '{key}' must end in '/api' (the client API base), got {value!r}")
+        if rule.choices and value not in rule.choices:
+            raise ConfigError(f"{source}: key '{key}' must be one of {sorted(rule.choices)}, got {value!r}")
+        if rule.check is not None and not rule.check(value):
+            raise ConfigError(f"{source}: key '{key}' {rule.rule}, got {value!r}")
+
+
+def _to_mapping(obj: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in _knob_fields(type(obj)):
+        value = getattr(obj, f.name)
+        if "section" in f.metadata:
+            out[f.name] = _to_mapping(value)
+        elif f.metadata["rule"].kind == "flag_map":
+            out[f.name] = dict(value)
+        else:
+            out[f.name] = value
+    return out
+
+
+def knob_reference() -> list[tuple[str, Any, str]]:
+    """``(dotted key, default, description)`` for every knob, in declaration order."""
+    rows: list[tuple[str, Any, str]] = []
+
+    def walk(cls: type, path: str) -> None:
+        for f in _knob_fields(cls):
+            key = _join(path, f.name)
+            if "section" in f.metadata:
+                walk(f.metadata["section"], key)
+            else:
+                default = f.default if f.default is not MISSING else None
+                rows.append((key, dict(default) if f.metadata["rule"].kind == "flag_map" else default,
+                             f.metadata["rule"].doc))
+
+    walk(MultiHopConfig, "")
+    return rows
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects duplicate keys in a mapping."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
