@@ -22,6 +22,7 @@ __all__ = [
     "detect_layout",
     "load_corpus_jsonl",
     "load_qa_rows",
+    "read_jsonl",
     "split_sentences",
 ]
 
@@ -68,7 +69,7 @@ def split_sentences(text: str) -> tuple[str, ...]:
     return parts or (text.strip(),)
 
 
-def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     if not path.is_file():
         raise CorpusError(f"{path}: file not found")
     with path.open(encoding="utf-8") as fh:
@@ -93,7 +94,7 @@ def load_corpus_jsonl(path: str | Path) -> list[Passage]:
     path = Path(path)
     passages: list[Passage] = []
     seen: set[str] = set()
-    for lineno, obj in _read_jsonl(path):
+    for lineno, obj in read_jsonl(path):
         for key in ("id", "title"):
             if not isinstance(obj.get(key), str) or not obj[key]:
                 raise CorpusError(f"{path}:{lineno}: field {key!r} must be a non-empty string")
@@ -159,7 +160,7 @@ def load_qa_rows(path: str | Path, limit: int | None = None) -> list[QARow]:
     """Load rows of any of the three layouts (detected per row), at most ``limit``."""
     path = Path(path)
     rows: list[QARow] = []
-    for lineno, obj in _read_jsonl(path):
+    for lineno, obj in read_jsonl(path):
         try:
             rows.append(_row_from(obj, ""))
         except (KeyError, TypeError, ValueError, SyntaxError) as exc:

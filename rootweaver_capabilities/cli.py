@@ -1,0 +1,132 @@
+"""``rootweaver`` command line: ask a multi-hop question, run the evals.
+
+Exit codes: 0 success, 1 an eval check failed, 2 bad input (one-line message on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from rootweaver_innovations.corpus import CorpusError, load_corpus_jsonl
+from rootweaver_innovations.demo import DEMO_CORPUS, load_questions
+from rootweaver_innovations.multihop import MultiHopRAG, MultiHopResult, extractive_answer
+from rootweaver_innovations.retrieval import BM25Retriever
+from rootweaver_innovations.strategies import STRATEGIES, make_compactor
+
+__all__ = ["main"]
+
+
+class UsageError(ValueError):
+    """Bad command-line input; printed as one line, exit code 2."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse's own code)
+        self.exit(2, f"rootweaver: error: {message}\n")
+
+
+def _demo_question() -> str:
+    return next(q.question for q in load_questions() if q.type == "bridge")
+
+
+def _result_dict(res: MultiHopResult, strategy: str) -> dict:
+    comp = res.compaction
+    return {
+        "question": res.question,
+        "hops": [{"sub_query": h.sub_query, "retrieved_ids": list(h.retrieved_ids)} for h in res.hops],
+        "hop_count": res.hop_count,
+        "stop_reason": res.stop_reason,
+        "strategy": strategy if comp else "off",
+        "full_context_chars": res.full_context_chars,
+        "context_chars": res.context_chars,
+        "max_chars": comp.max_chars if comp else None,
+        "synth_context": res.synth_context,
+        "dropped": [{"line": d.position, "reason": d.reason, "text": d.text} for d in comp.dropped] if comp else [],
+        "answer": {"text": res.answer.text, "cited_lines": list(res.answer.cited_lines), "method": res.answer.method}
+        if res.answer else None,
+    }
+
+
+def _print_human(d: dict) -> None:
+    print(f"Question: {d['question']}")
+    print(f"Hops: {d['hop_count']} (stopped: {d['stop_reason']})")
+    for i, hop in enumerate(d["hops"], 1):
+        print(f"  {i}. {hop['sub_query']}  ->  {', '.join(hop['retrieved_ids'])}")
+    budget = f" / budget {d['max_chars']}" if d["max_chars"] else ""
+    print(f"Synth context ({d['strategy']}): {d['context_chars']} chars{budget}; "
+          f"full trajectory context {d['full_context_chars']} chars")
+    print("-" * 72)
+    print(d["synth_context"])
+    print("-" * 72)
+    if d["dropped"]:
+        print(f"Dropped {len(d['dropped'])} line(s):")
+        for drop in d["dropped"]:
+            print(f"  line {drop['line']:>3} [{drop['reason']}] {drop['text'][:90]}")
+    if d["answer"]:
+        print(f"Answer [{d['answer']['method']}]: {d['answer']['text']}")
+        for line in d["answer"]["cited_lines"]:
+            print(f"  cites: {line}")
+
+
+def _cmd_ask(args: argparse.Namespace) -> int:
+    question = _demo_question() if args.question is None else args.question
+    if not question.strip():
+        raise UsageError("the question is empty")
+    passages = load_corpus_jsonl(args.corpus)
+    rag = MultiHopRAG(
+        BM25Retriever(passages),
+        synthesizer=extractive_answer,
+        max_hops=args.max_hops,
+        compaction_enabled=args.compaction != "off",
+        compaction_max_chars=args.max_chars,
+        compactor=make_compactor(args.compaction if args.compaction != "off" else "line"),
+    )
+    d = _result_dict(rag.multi_hop_search(question), args.compaction)
+    if args.json:
+        print(json.dumps(d, ensure_ascii=False, indent=2))
+    else:
+        if args.question is None:
+            print("(no question given: running the bundled demo question)")
+        _print_human(d)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="rootweaver", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    ask = sub.add_parser("ask", help="answer a question over a corpus (bundled demo corpus by default)")
+    ask.add_argument("question", nargs="?", help="the question; omitted: a bundled demo bridge question")
+    ask.add_argument("--corpus", type=Path, default=DEMO_CORPUS, help="JSONL corpus: {id, title, text} per line")
+    ask.add_argument("--compaction", choices=("off", *STRATEGIES), default="line")
+    ask.add_argument("--max-chars", type=_positive_int, default=2000, help="synth-context budget in chars")
+    ask.add_argument("--max-hops", type=_positive_int, default=5)
+    ask.add_argument("--json", action="store_true", help="print one JSON object")
+    ask.set_defaults(func=_cmd_ask)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (UsageError, CorpusError, ValueError) as exc:
+        print(f"rootweaver: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

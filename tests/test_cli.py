@@ -1,0 +1,54 @@
+"""The `rootweaver ask` main job and its one-line errors (exit code 2)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rootweaver_capabilities.cli import main
+
+
+def test_ask_demo_bridge_question_two_hops_under_budget(capsys):
+    assert main(["ask", "--json", "--max-chars", "1500"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["hop_count"] >= 2
+    assert out["context_chars"] <= 1500 < out["full_context_chars"]
+    assert out["answer"]["method"].startswith("extractive")
+    assert all(d["reason"] for d in out["dropped"])
+
+
+def test_ask_off_prints_full_context(capsys):
+    assert main(["ask", "Who was born first David Draiman or Terry Kath?", "--compaction", "off", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["strategy"] == "off" and out["context_chars"] == out["full_context_chars"]
+
+
+def test_ask_human_output(capsys):
+    assert main(["ask", "--max-chars", "800"]) == 0
+    text = capsys.readouterr().out
+    assert "Hops:" in text and "Dropped" in text and "budget 800" in text
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["ask", ""], "question is empty"),
+    (["ask", "q?", "--max-chars", "0"], "must be > 0"),
+    (["ask", "q?", "--max-chars", "-3"], "must be > 0"),
+    (["ask", "q?", "--corpus", "/nonexistent/c.jsonl"], "file not found"),
+])
+def test_bad_input_one_line_exit_2(capsys, argv, msg):
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse rejects bad option values itself
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert msg in err and err.count("\n") == 1
+
+
+def test_malformed_corpus_reports_line_number(tmp_path, capsys):
+    f = tmp_path / "c.jsonl"
+    f.write_text('{"id": "a", "title": "A", "text": "t"}\nnot json\n')
+    assert main(["ask", "q?", "--corpus", str(f)]) == 2
+    assert f"{f}:2: malformed JSON" in capsys.readouterr().err
+

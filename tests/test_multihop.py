@@ -1,0 +1,102 @@
+"""MultiHopRAG: trajectory never depends on compaction; off is byte-identical."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rootweaver_innovations.compaction import compact_lines
+from rootweaver_innovations.multihop import (
+    STOP_ALL_ANSWERED,
+    STOP_MAX_HOPS,
+    STOP_NO_NEW_EVIDENCE,
+    MultiHopRAG,
+    RuleDecomposer,
+    extractive_answer,
+    is_answered,
+)
+
+
+@pytest.fixture(scope="module")
+def off_results(demo_retriever, golden_questions):
+    rag = MultiHopRAG(demo_retriever)
+    return [rag.multi_hop_search(q.question) for q in golden_questions]
+
+
+def test_off_synth_context_is_the_full_context_byte_for_byte(off_results):
+    for res in off_results:
+        assert res.compaction is None
+        assert res.synth_context is res.full_context
+
+
+def test_bridge_questions_take_at_least_two_hops(off_results, golden_questions):
+    bridge = [r for r, q in zip(off_results, golden_questions) if q.type == "bridge"]
+    multi = sum(r.hop_count >= 2 for r in bridge)
+    assert multi / len(bridge) >= 0.8, f"only {multi}/{len(bridge)} bridge questions took >= 2 hops"
+    assert all(r.stop_reason in (STOP_ALL_ANSWERED, STOP_NO_NEW_EVIDENCE, STOP_MAX_HOPS) for r in off_results)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.data())
+def test_trajectory_identical_on_and_off_at_random_budgets(demo_retriever, golden_questions, off_results, data):
+    i = data.draw(st.integers(0, len(golden_questions) - 1))
+    budget = data.draw(st.integers(1, 6000))
+    rag = MultiHopRAG(demo_retriever, compaction_enabled=True, compaction_max_chars=budget)
+    on = rag.multi_hop_search(golden_questions[i].question)
+    off = off_results[i]
+    assert on.trajectory() == off.trajectory()
+    assert (on.hop_count, on.stop_reason, on.sub_queries) == (off.hop_count, off.stop_reason, off.sub_queries)
+    assert on.full_context == off.full_context
+    assert on.context_chars <= budget
+    assert on.synth_context == compact_lines(
+        off.full_context, max_chars=budget, question=off.question, open_terms=off.open_terms
+    ).text
+
+
+def test_max_hops_one_stops_after_one_hop(demo_retriever, golden_questions):
+    res = MultiHopRAG(demo_retriever, max_hops=1).multi_hop_search(golden_questions[0].question)
+    assert res.hop_count == 1 and res.stop_reason in (STOP_MAX_HOPS, STOP_ALL_ANSWERED)
+
+
+def test_hop_block_layout_and_facts(off_results):
+    res = off_results[0]
+    blocks = res.full_context.split("\n\n")
+    assert len(blocks) == res.hop_count
+    for block, hop in zip(blocks, res.hops):
+        assert block.split("\n")[0] == f"From query: {hop.sub_query}"
+    assert [f.line for f in res.facts] == [
+        ln for ln in res.full_context.split("\n") if ln and not ln.startswith("From query:")
+    ]
+
+
+def test_is_answered_threshold():
+    tokens = {"harvey", "pekar", "born"}
+    assert is_answered("Harvey Pekar born earlier?", tokens)  # 3/4 >= 0.6
+    assert not is_answered("Harvey Pekar born earlier?", {"harvey"})  # 1/4
+    assert is_answered("who is it", set())  # no key terms: nothing left to look for
+
+
+def test_comparison_decomposition():
+    subs = RuleDecomposer()("Are Centaurium and Dacrydium both genuses of plant species?", "")
+    assert subs == ["Centaurium genuses plant species?", "Dacrydium genuses plant species?"]
+
+
+def test_extractive_answer_cites_best_line():
+    ans = extractive_answer("Where was Ada born?", "From query: x\nA | Ada was born in London.\nB | Other.")
+    assert ans.text == "Ada was born in London." and ans.cited_lines == ("A | Ada was born in London.",)
+    assert "no LLM" in ans.method
+
+
+@pytest.mark.parametrize("kw", [
+    {"max_hops": 0}, {"passages_per_hop": 0}, {"answerability_threshold": 0}, {"compaction_max_chars": 0},
+])
+def test_bad_construction_raises(demo_retriever, kw):
+    with pytest.raises(ValueError):
+        MultiHopRAG(demo_retriever, **kw)
+
+
+@pytest.mark.parametrize("q", ["", "   "])
+def test_empty_question_raises(demo_retriever, q):
+    with pytest.raises(ValueError, match="question"):
+        MultiHopRAG(demo_retriever).multi_hop_search(q)
