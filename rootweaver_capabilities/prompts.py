@@ -1,0 +1,269 @@
+"""Reader prompts (answer-only and evidence-based), robust reply parsing, Ans/Evid/Joint.
+
+Evidence-based generation (EBG) numbers the context's fact lines ``i: <line>`` (hop
+headers stay unnumbered: they are structure and must not be cited) and asks for a JSON
+object ``{"answer": ..., "evidence": [line ids]}``. A malformed reply is retried once
+with a corrective turn, then reported as malformed (never dropped).
+
+Scores, after the EBG protocol: ``Ans`` = the normalised gold answer occurs in the
+normalised prediction (SQuAD normalisation); ``Evid`` (strict) = every gold line is
+cited (extra citations allowed; no gold line in the context means Evid is false);
+``Joint`` = Ans and Evid.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from rootweaver_innovations.context_format import is_header, parse_fact
+
+__all__ = [
+    "EBGScore",
+    "EvidenceOutcome",
+    "EvidenceReply",
+    "MODES",
+    "MODE_ANSWER",
+    "MODE_EVIDENCE",
+    "MalformedReplyError",
+    "NumberedContext",
+    "answer_contains",
+    "answer_only_messages",
+    "ask_with_evidence",
+    "evidence_messages",
+    "gold_line_ids",
+    "number_context",
+    "parse_answer_only",
+    "parse_evidence_reply",
+    "score_ebg",
+]
+
+MODE_ANSWER = "answer"
+MODE_EVIDENCE = "evidence"
+MODES = frozenset({MODE_ANSWER, MODE_EVIDENCE})
+
+ANSWER_SYSTEM = (
+    "You answer questions using only the given context. Reply with the shortest possible "
+    "answer: a name, a date, a number, a short phrase, or yes/no. No explanation."
+)
+EVIDENCE_SYSTEM = (
+    "You answer questions using only the given context. Context lines are numbered as "
+    "'N: title | sentence'; lines starting with 'From query:' are not evidence. Reply with "
+    'only a JSON object: {"answer": "<shortest possible answer>", "evidence": [<numbers of '
+    "every line needed to support the answer>]}."
+)
+CORRECTION = (
+    'Your reply was not a valid JSON object. Reply with only {"answer": "...", "evidence": [N, ...]}.'
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NumberedContext:
+    """A synth context with its fact lines numbered from 1; ``lines[i - 1]`` is line ``i``."""
+
+    text: str
+    lines: tuple[str, ...]
+
+    def cited_lines(self, ids: Sequence[int]) -> tuple[str, ...]:
+        """The verbatim lines for ``ids`` in citation order; unknown ids and repeats skipped."""
+        seen: set[int] = set()
+        out = []
+        for i in ids:
+            if 1 <= i <= len(self.lines) and i not in seen:
+                seen.add(i)
+                out.append(self.lines[i - 1])
+        return tuple(out)
+
+
+def number_context(synth_context: str) -> NumberedContext:
+    """Prefix each fact line with ``N: ``; headers and blank lines are kept unnumbered."""
+    rendered, lines = [], []
+    for line in synth_context.split("\n"):
+        if line.strip() and not is_header(line):
+            lines.append(line)
+            rendered.append(f"{len(lines)}: {line}")
+        else:
+            rendered.append(line)
+    return NumberedContext("\n".join(rendered), tuple(lines))
+
+
+def gold_line_ids(numbered: NumberedContext, gold_facts: Collection[tuple[str, str]]) -> frozenset[int]:
+    """Ids of the numbered lines whose ``(title, sentence)`` is a gold fact (whitespace-folded)."""
+    gold = {(" ".join(t.split()), " ".join(s.split())) for t, s in gold_facts}
+    out = set()
+    for i, line in enumerate(numbered.lines, start=1):
+        parsed = parse_fact(line)
+        if parsed is not None and (parsed[0], parsed[1]) in gold:
+            out.add(i)
+    return frozenset(out)
+
+
+def answer_only_messages(question: str, context: str) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": ANSWER_SYSTEM},
+        {"role": "user", "content": f"Context:\n{context}\n\nQuestion: {question}\nAnswer:"},
+    ]
+
+
+def evidence_messages(question: str, numbered: NumberedContext) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": EVIDENCE_SYSTEM},
+        {"role": "user", "content": f"Context:\n{numbered.text}\n\nQuestion: {question}\nJSON:"},
+    ]
+
+
+_ANSWER_PREFIX = re.compile(r"^\s*(?:final\s+)?answer\s*[:\-]\s*", re.IGNORECASE)
+
+
+def parse_answer_only(reply: str) -> str:
+    """First non-empty line of the reply without an ``Answer:`` prefix or wrapping quotes."""
+    for line in reply.strip().split("\n"):
+        line = _ANSWER_PREFIX.sub("", line).strip().strip('"').strip()
+        if line:
+            return line
+    return ""
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceReply:
+    answer: str
+    evidence: tuple[int, ...]
+
+
+class MalformedReplyError(ValueError):
+    """The reply holds no JSON object with ``answer`` and ``evidence``; ``reply`` is kept."""
+
+    def __init__(self, reason: str, reply: str):
+        super().__init__(f"{reason}: {reply[:200]!r}")
+        self.reply = reply
+
+
+_FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)```", re.DOTALL)
+_ID = re.compile(r"^\s*(?:line\s*|l)?\[?\s*(\d+)\s*\]?\s*$", re.IGNORECASE)
+
+
+def _first_json_object(text: str) -> Mapping[str, object] | None:
+    decoder = json.JSONDecoder()
+    for m in re.finditer(r"\{", text):
+        try:
+            obj, _ = decoder.raw_decode(text, m.start())
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            return obj
+    return None
+
+
+def _to_id(item: object) -> int | None:
+    if isinstance(item, bool):
+        return None
+    if isinstance(item, int):
+        return item
+    if isinstance(item, float) and item.is_integer():
+        return int(item)
+    if isinstance(item, str):
+        m = _ID.match(item)
+        return int(m.group(1)) if m else None
+    return None
+
+
+def parse_evidence_reply(reply: str) -> EvidenceReply:
+    """Parse an EBG reply; raises :class:`MalformedReplyError`.
+
+    Tolerated: code fences, text around the object (the first JSON object wins, fenced
+    content first), ids as ints or strings (``3``, ``"3"``, ``"line 3"``, ``"[3]"``), a
+    single id instead of a list, a numeric answer. Not tolerated: no object, no
+    ``answer``, no ``evidence``, or an evidence item that is not an id.
+    """
+    fenced = _FENCE.findall(reply)
+    obj = None
+    for candidate in [*fenced, reply]:
+        obj = _first_json_object(candidate)
+        if obj is not None:
+            break
+    if obj is None:
+        raise MalformedReplyError("no JSON object", reply)
+    if "answer" not in obj or "evidence" not in obj:
+        raise MalformedReplyError("JSON object lacks 'answer' or 'evidence'", reply)
+    answer = obj["answer"]
+    if isinstance(answer, bool):
+        answer = "yes" if answer else "no"
+    if not isinstance(answer, str | int | float):
+        raise MalformedReplyError("'answer' is not a string", reply)
+    raw = obj["evidence"]
+    items = raw if isinstance(raw, list) else [raw]
+    ids = []
+    for item in items:
+        i = _to_id(item)
+        if i is None:
+            raise MalformedReplyError(f"evidence item {item!r} is not a line id", reply)
+        ids.append(i)
+    return EvidenceReply(str(answer).strip(), tuple(ids))
+
+
+@dataclass(frozen=True, slots=True)
+class EvidenceOutcome:
+    """The parsed answer and ids (empty when malformed) and every raw reply received."""
+
+    answer: str
+    evidence: tuple[int, ...]
+    replies: tuple[str, ...]
+    malformed: bool
+
+
+def ask_with_evidence(
+    complete: Callable[[list[dict[str, str]]], str], question: str, numbered: NumberedContext
+) -> EvidenceOutcome:
+    """Ask once; on a malformed reply ask again with the reply and a correction appended.
+
+    ``complete`` maps messages to the reply text (errors from it propagate).
+    """
+    messages = evidence_messages(question, numbered)
+    first = complete(messages)
+    try:
+        parsed = parse_evidence_reply(first)
+        return EvidenceOutcome(parsed.answer, parsed.evidence, (first,), malformed=False)
+    except MalformedReplyError:
+        pass
+    retry = [*messages, {"role": "assistant", "content": first}, {"role": "user", "content": CORRECTION}]
+    second = complete(retry)
+    try:
+        parsed = parse_evidence_reply(second)
+        return EvidenceOutcome(parsed.answer, parsed.evidence, (first, second), malformed=False)
+    except MalformedReplyError:
+        return EvidenceOutcome("", (), (first, second), malformed=True)
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation)
+
+
+def _normalize(text: str) -> str:
+    """SQuAD/HotpotQA normalisation: lowercase, drop punctuation and articles, fold spaces."""
+    return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCT)).split())
+
+
+def answer_contains(prediction: str, gold_answers: Sequence[str]) -> bool:
+    """True when some non-empty normalised gold answer occurs, on word boundaries, in the
+    normalised prediction (``"Paris"`` in ``"It is Paris"``; not ``"no"`` in ``"nothing"``)."""
+    pred = f" {_normalize(prediction)} "
+    return any(g and f" {g} " in pred for g in (_normalize(a) for a in gold_answers))
+
+
+@dataclass(frozen=True, slots=True)
+class EBGScore:
+    ans: bool
+    evid: bool
+    joint: bool
+
+
+def score_ebg(
+    prediction: str, gold_answers: Sequence[str], cited_ids: Collection[int], gold_ids: Collection[int]
+) -> EBGScore:
+    """Ans / strict Evid / Joint for one question (see the module docstring)."""
+    ans = answer_contains(prediction, gold_answers)
+    evid = bool(gold_ids) and set(gold_ids) <= set(cited_ids)
+    return EBGScore(ans, evid, ans and evid)

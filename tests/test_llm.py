@@ -1,0 +1,274 @@
+"""Unit tests: the chat client's retries and typed errors, the overflow check, prompt parsing.
+
+``httpx.MockTransport`` is used only to inject faults (refused connections, timeouts,
+5xx/429/4xx, a broken body); successful replies are exercised against the real local
+server in tests/integration/test_llm_server.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rootweaver_capabilities.llm import (
+    TOKENIZER_ENV,
+    LLMRequestError,
+    LLMResponseError,
+    LLMSynthesizer,
+    LLMUnavailableError,
+    OpenAIChatClient,
+    PromptTooLongError,
+    TokenizerFileCounter,
+    default_token_counter,
+    render_chatml,
+)
+from rootweaver_capabilities.prompts import (
+    MalformedReplyError,
+    answer_contains,
+    ask_with_evidence,
+    gold_line_ids,
+    number_context,
+    parse_answer_only,
+    parse_evidence_reply,
+    score_ebg,
+)
+from rootweaver_innovations.multihop import extractive_answer
+
+MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "Who wrote Dune?"}]
+CONTEXT = "From query: Dune author\nDune | Dune is a 1965 novel by Frank Herbert.\nDune | It won the Hugo Award."
+
+
+class Recorder:
+    """A MockTransport handler that records requests and answers with ``respond(n)``."""
+
+    def __init__(self, respond):
+        self.respond = respond
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        return self.respond(len(self.requests))
+
+
+def refuse(_n: int) -> httpx.Response:
+    raise httpx.ConnectError("connection refused")
+
+
+def make_client(handler, *, counter=len, window=2048, max_tokens=64, retries=2, sleeps=None):
+    return OpenAIChatClient(
+        "http://llm.test/v1", "reader", api_key_env=None, max_retries=retries, backoff_s=0.5,
+        context_window=window, max_tokens=max_tokens, token_counter=counter,
+        transport=httpx.MockTransport(handler), sleep=(sleeps.append if sleeps is not None else lambda s: None),
+    )
+
+
+def test_connection_errors_retry_with_backoff_then_typed_error_keeps_packet():
+    rec, sleeps = Recorder(refuse), []
+    client = make_client(rec, sleeps=sleeps)
+    with pytest.raises(LLMUnavailableError) as info:
+        client.chat(MESSAGES, temperature=0.7, seed=11)
+    err = info.value
+    # 1 attempt + 2 retries; backoff 0.5 * 2**0, 0.5 * 2**1 before the retries.
+    assert err.attempts == 3 and len(rec.requests) == 3
+    assert sleeps == [0.5, 1.0]
+    assert len(err.errors) == 3 and "ConnectError" in err.errors[-1]
+    assert err.packet.messages == MESSAGES
+    assert err.packet.body["temperature"] == 0.7 and err.packet.body["seed"] == 11
+    assert err.packet.url == "http://llm.test/v1/chat/completions"
+    # what was on the wire is exactly the packet body
+    assert json.loads(rec.requests[0].content) == dict(err.packet.body)
+
+
+@pytest.mark.parametrize("fault", [
+    lambda n: (_ for _ in ()).throw(httpx.ReadTimeout("slow")),
+    lambda n: httpx.Response(503, text="loading"),
+    lambda n: httpx.Response(429, text="busy"),
+])
+def test_timeouts_5xx_and_429_are_retried(fault):
+    rec = Recorder(fault)
+    with pytest.raises(LLMUnavailableError) as info:
+        make_client(rec, retries=1).chat(MESSAGES)
+    assert len(rec.requests) == 2 and info.value.attempts == 2
+
+
+def test_client_error_is_not_retried():
+    rec = Recorder(lambda n: httpx.Response(400, text="bad model"))
+    with pytest.raises(LLMRequestError) as info:
+        make_client(rec).chat(MESSAGES)
+    assert len(rec.requests) == 1 and info.value.status == 400
+    assert info.value.packet.messages == MESSAGES
+
+
+def test_non_completion_body_is_a_response_error():
+    rec = Recorder(lambda n: httpx.Response(200, json={"unexpected": True}))
+    with pytest.raises(LLMResponseError):
+        make_client(rec).chat(MESSAGES)
+
+
+def test_overflow_is_refused_before_sending():
+    # The counter is ``len`` (1 token per character), so the prompt has exactly
+    # len(render_chatml(MESSAGES)) tokens; a window of that + max_tokens fits exactly.
+    n = len(render_chatml(MESSAGES))
+    rec = Recorder(refuse)
+    fits = make_client(rec, window=n + 64, max_tokens=64, retries=0)
+    with pytest.raises(LLMUnavailableError):  # it fits, so it is sent (and the fault hits)
+        fits.chat(MESSAGES)
+    assert len(rec.requests) == 1
+    too_small = make_client(rec, window=n + 63, max_tokens=64, retries=0)
+    with pytest.raises(PromptTooLongError) as info:
+        too_small.chat(MESSAGES)
+    assert len(rec.requests) == 1  # nothing more went out
+    err = info.value
+    assert (err.prompt_tokens, err.context_window, err.reserved_output) == (n, n + 63, 64)
+    assert err.packet.messages == MESSAGES
+
+
+def test_per_call_max_tokens_is_what_gets_reserved():
+    n = len(render_chatml(MESSAGES))
+    client = make_client(Recorder(refuse), window=n + 10, max_tokens=5)
+    with pytest.raises(PromptTooLongError):
+        client.build_packet(MESSAGES, max_tokens=11)
+    assert client.build_packet(MESSAGES, max_tokens=10).body["max_tokens"] == 10
+
+
+def test_api_key_goes_in_the_header_not_the_packet(monkeypatch):
+    monkeypatch.setenv("RW_TEST_KEY", "sekret")
+    rec = Recorder(refuse)
+    client = OpenAIChatClient("http://llm.test/v1", "reader", api_key_env="RW_TEST_KEY", max_retries=0,
+                              token_counter=len, transport=httpx.MockTransport(rec))
+    with pytest.raises(LLMUnavailableError) as info:
+        client.chat(MESSAGES)
+    assert rec.requests[0].headers["authorization"] == "Bearer sekret"
+    assert "sekret" not in json.dumps(dict(info.value.packet.body))
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"base_url": "llm.test/v1"}, {"timeout_s": 0}, {"max_retries": -1}, {"context_window": 100, "max_tokens": 100},
+])
+def test_bad_settings_are_rejected(kwargs):
+    args = {"base_url": "http://llm.test/v1", "model": "m", "token_counter": len} | kwargs
+    with pytest.raises(ValueError):
+        OpenAIChatClient(**args)
+
+
+def test_bad_messages_are_rejected_before_counting():
+    client = make_client(Recorder(refuse))
+    for bad in ([], [{"role": "tool", "content": "x"}], [{"role": "user"}]):
+        with pytest.raises(ValueError):
+            client.build_packet(bad)
+
+
+def test_token_counter_falls_back_to_tokenizer_file_when_server_has_no_endpoint(tmp_path, monkeypatch):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    tok = Tokenizer(models.WordLevel({"[UNK]": 0, "hello": 1, "world": 2}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    path = tmp_path / "tokenizer.json"
+    tok.save(str(path))
+    monkeypatch.setenv(TOKENIZER_ENV, str(path))
+    http = httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(404)))
+    counter = default_token_counter("http://llm.test/v1", http=http)
+    assert isinstance(counter, TokenizerFileCounter)
+    assert counter("hello world foo") == 3  # three whitespace words, "foo" as [UNK]
+
+
+def test_synthesizer_degrades_to_extractive_with_the_packet_kept():
+    synth = LLMSynthesizer(make_client(Recorder(refuse)), mode="evidence")
+    answer = synth("Who wrote Dune?", CONTEXT)
+    expected = extractive_answer("Who wrote Dune?", CONTEXT)
+    assert answer.text == expected.text and answer.cited_lines == expected.cited_lines
+    assert answer.method == "extractive (LLM unavailable after 3 attempts)"
+    assert "1: Dune | Dune is a 1965 novel" in synth.last_error.packet.messages[-1]["content"]
+
+
+def test_synthesizer_rejects_unknown_mode():
+    with pytest.raises(ValueError):
+        LLMSynthesizer(make_client(Recorder(refuse)), mode="essay")
+
+
+# ---- prompts -------------------------------------------------------------------------
+
+
+def test_number_context_numbers_fact_lines_only():
+    numbered = number_context(CONTEXT + "\n\nFrom query: x\nHugo | An award.")
+    assert numbered.text.split("\n") == [
+        "From query: Dune author", "1: Dune | Dune is a 1965 novel by Frank Herbert.",
+        "2: Dune | It won the Hugo Award.", "", "From query: x", "3: Hugo | An award.",
+    ]
+    assert numbered.cited_lines([3, 1, 3, 9, 0]) == ("Hugo | An award.", "Dune | Dune is a 1965 novel by Frank Herbert.")
+    assert gold_line_ids(numbered, {("Hugo", "An award."), ("Dune", "absent")}) == {3}
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ('{"answer": "Frank Herbert", "evidence": [1]}', ("Frank Herbert", (1,))),
+    ('```json\n{"answer": "Frank Herbert", "evidence": ["1", "line 2"]}\n```', ("Frank Herbert", (1, 2))),
+    ('Here you go: {"answer": 1965, "evidence": 1} hope it helps {"answer": "x"}', ("1965", (1,))),
+    ('{"answer": true, "evidence": ["[2]", 3.0]}', ("yes", (2, 3))),
+])
+def test_parse_evidence_reply_tolerates_common_shapes(reply, expected):
+    parsed = parse_evidence_reply(reply)
+    assert (parsed.answer, parsed.evidence) == expected
+
+
+@pytest.mark.parametrize("reply", [
+    "Frank Herbert", '{"answer": "x"}', '{"evidence": [1]}', '{"answer": "x", "evidence": ["one"]}',
+    '{"answer": ["x"], "evidence": [1]}', '{"answer": "x", "evidence": [true]}', "{not json}",
+])
+def test_parse_evidence_reply_rejects_malformed(reply):
+    with pytest.raises(MalformedReplyError) as info:
+        parse_evidence_reply(reply)
+    assert info.value.reply == reply
+
+
+@settings(max_examples=300, deadline=None)
+@given(answer=st.text(max_size=40), ids=st.lists(st.integers(0, 10_000), max_size=8),
+       prose=st.text(alphabet=st.characters(blacklist_characters="{}"), max_size=30), fenced=st.booleans())
+def test_parse_evidence_reply_round_trips(answer, ids, prose, fenced):
+    body = json.dumps({"answer": answer, "evidence": ids})
+    reply = f"{prose}```json\n{body}\n```" if fenced else f"{prose}{body}{prose}"
+    parsed = parse_evidence_reply(reply)
+    assert parsed == parse_evidence_reply(body)
+    assert (parsed.answer, parsed.evidence) == (answer.strip(), tuple(ids))
+
+
+def test_malformed_reply_is_retried_once_then_reported():
+    calls = []
+
+    def complete(replies):
+        def fn(messages):
+            calls.append(messages)
+            return replies[len(calls) - 1]
+        return fn
+
+    numbered = number_context(CONTEXT)
+    ok = ask_with_evidence(complete(["Frank Herbert", '{"answer": "Frank Herbert", "evidence": [1]}']), "q", numbered)
+    assert not ok.malformed and ok.answer == "Frank Herbert" and ok.evidence == (1,) and len(calls) == 2
+    # the retry carries the bad reply and a correction
+    assert calls[1][-2] == {"role": "assistant", "content": "Frank Herbert"} and calls[1][-1]["role"] == "user"
+    calls.clear()
+    bad = ask_with_evidence(complete(["nope", "still nope"]), "q", numbered)
+    assert bad.malformed and bad.replies == ("nope", "still nope") and len(calls) == 2
+    calls.clear()
+    first_ok = ask_with_evidence(complete(['{"answer": "a", "evidence": []}']), "q", numbered)
+    assert not first_ok.malformed and len(calls) == 1
+
+
+def test_parse_answer_only():
+    assert parse_answer_only('\n  Answer: "Frank Herbert"\nBecause line 1 says so.') == "Frank Herbert"
+    assert parse_answer_only("   ") == ""
+
+
+def test_score_ebg_strict_evidence():
+    # Ans: "frank herbert" occurs in "it was frank herbert" after normalisation.
+    s = score_ebg("It was Frank Herbert.", ["Frank Herbert"], [1, 2, 5], [1, 2])
+    assert (s.ans, s.evid, s.joint) == (True, True, True)
+    # one of two gold lines missing -> strict Evid false, Joint false
+    s = score_ebg("Frank Herbert", ["Frank Herbert"], [1], [1, 2])
+    assert (s.ans, s.evid, s.joint) == (True, False, False)
+    # no gold line in the context: Evid cannot be true
+    assert not score_ebg("x", ["x"], [1], []).evid
+    assert not answer_contains("nothing", ["no"]) and answer_contains("No.", ["no"])
