@@ -1,0 +1,225 @@
+"""``MultiHopCapability``: MultiHopRAG wired to config, flags and metrics for agent runtimes.
+
+``execute(context)`` per request:
+
+1. reads the capability flag (``flags.capability_flag``) for the request's
+   ``userId``/``sessionId``. **Off: a no-op** - nothing is retrieved, ``context.metadata``
+   is left untouched, ``None`` is returned (only the ``disabled`` request counter moves);
+2. decides compaction for this request: on only when ``compaction.enabled`` is true in
+   the config AND (if ``flags.compaction_flag`` is set) that rollout flag is on for the
+   request's context;
+3. runs the multi-hop search on one of two ``MultiHopRAG`` instances built once (lazily,
+   under a lock): compaction off, or on with the configured strategy. Both share the
+   retriever, decomposer and loop settings, so the trajectory is the same either way;
+4. records ``context.metadata["multi_hop"]`` (see :func:`_record`) and the metrics, and
+   returns the ``MultiHopResult``.
+
+Flag providers are asked through a guard: a provider that raises counts as "off", so a
+flag problem never reaches the agent. Errors of the search itself (empty question,
+broken retriever) propagate.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from rootweaver_innovations.compaction import CompactionResult, compact_lines
+from rootweaver_innovations.multihop import Compactor, MultiHopRAG, MultiHopResult, Synthesizer, extractive_answer
+from rootweaver_innovations.retrieval import BM25Retriever, Retriever
+
+from .config import MultiHopConfig, RetrieverConfig
+from .flags import FlagProvider, build_flag_provider
+from .metrics import Metrics
+
+__all__ = ["CapabilityContext", "MultiHopCapability", "RequestContext", "make_compactor"]
+
+log = logging.getLogger(__name__)
+
+
+class CapabilityContext(Protocol):
+    """What an agent runtime hands to ``execute``: the question, ids, a metadata dict."""
+
+    @property
+    def query(self) -> str: ...
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+    @property
+    def user_id(self) -> str | None: ...
+    @property
+    def session_id(self) -> str | None: ...
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """A minimal :class:`CapabilityContext`."""
+
+    query: str
+    user_id: str | None = None
+    session_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def make_compactor(strategy: str) -> Compactor:
+    """The compactor for ``strategy``: ``line`` or ``submodular`` (imported on demand)."""
+    if strategy == "line":
+        return compact_lines
+    if strategy == "submodular":
+        try:
+            from rootweaver_innovations.packing import SubmodularCompactor
+        except ImportError as exc:
+            raise ValueError(
+                "compaction.strategy 'submodular' needs rootweaver_innovations.packing.SubmodularCompactor, "
+                f"which is not importable here ({exc})"
+            ) from exc
+        return SubmodularCompactor()
+    raise ValueError(f"unknown compaction strategy {strategy!r}; choose one of ['line', 'submodular']")
+
+
+class _TimedCompactor:
+    """Wraps a compactor and leaves its wall time (s) in ``clock.seconds`` of this thread."""
+
+    def __init__(self, compactor: Compactor, clock: threading.local):
+        self._compactor = compactor
+        self._clock = clock
+
+    def __call__(self, context: str, *, max_chars: int, question: str, open_terms: Sequence[str]) -> CompactionResult:
+        start = time.perf_counter()
+        try:
+            return self._compactor(context, max_chars=max_chars, question=question, open_terms=open_terms)
+        finally:
+            self._clock.seconds = time.perf_counter() - start
+
+
+def _default_retriever(cfg: RetrieverConfig) -> Retriever:
+    """BM25 over ``cfg.corpus``, or over the bundled demo corpus when it is null."""
+    if cfg.corpus is not None:
+        from rootweaver_innovations.corpus import load_corpus_jsonl
+
+        passages = load_corpus_jsonl(cfg.corpus)
+    else:
+        try:
+            from rootweaver_innovations.demo import demo_passages
+        except ImportError as exc:
+            raise ValueError(
+                "retriever.corpus is null but the bundled demo corpus (rootweaver_innovations.demo) is not "
+                "available; set retriever.corpus to a JSONL file or pass retriever="
+            ) from exc
+        passages = demo_passages()
+    return BM25Retriever(passages, backend=cfg.backend)
+
+
+class MultiHopCapability:
+    """The multi-hop retrieval capability for an agent runtime (see the module docstring).
+
+    ``flags`` defaults to the provider ``config.flags`` names; ``retriever`` to BM25 over
+    ``config.retriever``; ``synthesizer`` to the extractive answer (no LLM); ``metrics``
+    to none. Safe to share across threads: one instance serves concurrent ``execute``
+    calls.
+    """
+
+    def __init__(
+        self,
+        config: MultiHopConfig,
+        flags: FlagProvider | None = None,
+        retriever: Retriever | None = None,
+        synthesizer: Synthesizer | None = None,
+        metrics: Metrics | None = None,
+    ):
+        self.config = config
+        self.flags = flags if flags is not None else build_flag_provider(config.flags)
+        self.metrics = metrics
+        self._retriever = retriever
+        self._synthesizer = synthesizer if synthesizer is not None else extractive_answer
+        self._lock = threading.Lock()
+        self._clock = threading.local()
+        self._rags: tuple[MultiHopRAG, MultiHopRAG | None] | None = None
+
+    def _instances(self) -> tuple[MultiHopRAG, MultiHopRAG | None]:
+        """(compaction off, compaction on or None when the config disables it), built once."""
+        rags = self._rags
+        if rags is None:
+            with self._lock:
+                if self._rags is None:
+                    cfg = self.config
+                    retriever = self._retriever if self._retriever is not None else _default_retriever(cfg.retriever)
+                    common = dict(
+                        retriever=retriever,
+                        synthesizer=self._synthesizer,
+                        max_hops=cfg.max_hops,
+                        passages_per_hop=cfg.passages_per_hop,
+                        answerability_threshold=cfg.answerability_threshold,
+                        compaction_max_chars=cfg.compaction.max_chars,
+                    )
+                    off = MultiHopRAG(**common, compaction_enabled=False)
+                    on = None
+                    if cfg.compaction.enabled:
+                        timed = _TimedCompactor(make_compactor(cfg.compaction.strategy), self._clock)
+                        on = MultiHopRAG(**common, decomposer=off.decomposer, compaction_enabled=True,
+                                         compactor=timed)
+                    self._rags = (off, on)
+                rags = self._rags
+        return rags
+
+    def _flag(self, name: str, context: Mapping[str, str]) -> bool:
+        try:
+            return bool(self.flags.is_enabled(name, context))
+        except Exception as exc:  # noqa: BLE001 - a flag problem must never reach the agent
+            log.warning("flag %s could not be evaluated (%s); treating it as off", name, type(exc).__name__)
+            return False
+
+    def execute(self, context: CapabilityContext) -> MultiHopResult | None:
+        """Run the capability for ``context`` (see the module docstring); ``None`` when off."""
+        cfg = self.config
+        flag_ctx = {k: v for k, v in (("userId", context.user_id), ("sessionId", context.session_id)) if v}
+        if not self._flag(cfg.flags.capability_flag, flag_ctx):
+            if self.metrics is not None:
+                self.metrics.count_disabled()
+            return None
+        flags_seen = {cfg.flags.capability_flag: True}
+        compact = cfg.compaction.enabled
+        if compact and cfg.flags.compaction_flag is not None:
+            compact = self._flag(cfg.flags.compaction_flag, flag_ctx)
+            flags_seen[cfg.flags.compaction_flag] = compact
+        off, on = self._instances()
+        self._clock.seconds = None
+        result = (on if compact and on is not None else off).multi_hop_search(context.query)
+        record = _record(result, cfg.compaction.enabled, flags_seen, self._clock.seconds)
+        context.metadata["multi_hop"] = record
+        if self.metrics is not None:
+            self.metrics.observe(record)
+        return result
+
+    def __repr__(self) -> str:
+        return f"MultiHopCapability(config={self.config!r}, flags={self.flags!r})"
+
+
+def _record(
+    result: MultiHopResult, compaction_configured: bool, flags: dict[str, bool], seconds: float | None
+) -> dict[str, Any]:
+    """The ``context.metadata["multi_hop"]`` record of one executed request.
+
+    ``strategy``/``kept_lines``/``dropped_lines``/``compaction_latency_ms`` describe the
+    compaction that ran; when none ran they are ``"none"``/``None``/``None``/``None`` and
+    ``context_chars == full_context_chars``.
+    """
+    comp = result.compaction
+    return {
+        "hops": result.hop_count,
+        "stop_reason": result.stop_reason,
+        "sub_queries": [h.sub_query for h in result.hops],
+        "context_chars": result.context_chars,
+        "full_context_chars": result.full_context_chars,
+        "compaction": comp is not None,
+        "compaction_configured": compaction_configured,
+        "strategy": comp.strategy if comp is not None else "none",
+        "max_chars": comp.max_chars if comp is not None else None,
+        "kept_lines": len(comp.kept) if comp is not None else None,
+        "dropped_lines": len(comp.dropped) if comp is not None else None,
+        "compaction_latency_ms": round(seconds * 1000.0, 3) if comp is not None and seconds is not None else None,
+        "flags": dict(flags),
+    }
