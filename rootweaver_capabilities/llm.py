@@ -70,13 +70,16 @@ _PACKAGED_TOKENIZER = Path(rootweaver_innovations.__file__).parent / "data" / "q
 class ChatPacket:
     """Exactly what is (or was to be) POSTed: the URL, the JSON body, the counted prompt size.
 
+    Counting goes through the same retry policy as the POST (a server-side tokenizer can
+    be down too); an error raised while counting carries ``prompt_tokens=None``.
+
     ``body`` holds ``model``, ``messages`` and the sampling parameters; the API key is a
     header and never part of the packet.
     """
 
     url: str
     body: Mapping[str, Any]
-    prompt_tokens: int
+    prompt_tokens: int | None  # None only when the error arose while counting
 
     @property
     def messages(self) -> list[dict[str, str]]:
@@ -331,33 +334,47 @@ class OpenAIChatClient:
             body["seed"] = seed
         if json_mode:
             body["response_format"] = {"type": "json_object"}
-        packet = ChatPacket(f"{self.base_url}/chat/completions", body, self.count_prompt_tokens(messages))
-        if packet.prompt_tokens + out_tokens > self.context_window:
+        draft = ChatPacket(f"{self.base_url}/chat/completions", body, None)
+        tokens, _ = self._retrying(draft, "token count", lambda: self.count_prompt_tokens(messages))
+        packet = ChatPacket(draft.url, body, tokens)
+        if tokens + out_tokens > self.context_window:
             raise PromptTooLongError(packet, self.context_window, out_tokens)
         return packet
 
+    def _retrying(self, packet: ChatPacket, step: str, call: Callable[[], Any]) -> tuple[Any, int]:
+        """``(call(), attempts)`` under the retry policy.
+
+        Retried: timeouts, transport errors, ``HTTPStatusError`` with 5xx/429. Other status
+        errors raise ``LLMRequestError``; exhaustion raises ``LLMUnavailableError``.
+        """
+        errors: list[str] = []
+        for attempt in range(1, self.max_retries + 2):
+            if attempt > 1:
+                self._sleep(self.backoff_s * 2 ** (attempt - 2))
+            try:
+                return call(), attempt
+            except httpx.TimeoutException as exc:
+                errors.append(f"{step} attempt {attempt}: timeout ({type(exc).__name__})")
+            except httpx.TransportError as exc:
+                errors.append(f"{step} attempt {attempt}: {type(exc).__name__}: {exc}")
+            except httpx.HTTPStatusError as exc:
+                status = exc.response.status_code
+                if status < 500 and status != 429:
+                    raise LLMRequestError(packet, status, exc.response.text[:500]) from exc
+                errors.append(f"{step} attempt {attempt}: HTTP {status}: {exc.response.text[:200]}")
+        raise LLMUnavailableError(packet, self.max_retries + 1, errors)
+
     def send(self, packet: ChatPacket) -> ChatCompletion:
         """POST ``packet`` with bounded retries; see the module docstring for the errors."""
-        errors: list[str] = []
         started = time.monotonic()
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                self._sleep(self.backoff_s * 2 ** (attempt - 1))
-            try:
-                resp = self._http.post(packet.url, json=dict(packet.body), headers=self._headers)
-            except httpx.TimeoutException as exc:
-                errors.append(f"attempt {attempt + 1}: timeout ({type(exc).__name__})")
-                continue
-            except httpx.TransportError as exc:
-                errors.append(f"attempt {attempt + 1}: {type(exc).__name__}: {exc}")
-                continue
-            if resp.status_code >= 500 or resp.status_code == 429:
-                errors.append(f"attempt {attempt + 1}: HTTP {resp.status_code}: {resp.text[:200]}")
-                continue
-            if resp.status_code >= 400:
-                raise LLMRequestError(packet, resp.status_code, resp.text[:500])
-            return self._parse(resp, packet, attempt + 1, time.monotonic() - started)
-        raise LLMUnavailableError(packet, self.max_retries + 1, errors)
+
+        def post() -> httpx.Response:
+            resp = self._http.post(packet.url, json=dict(packet.body), headers=self._headers)
+            resp.raise_for_status()
+            return resp
+
+        resp, attempts = self._retrying(packet, "chat", post)
+        return self._parse(resp, packet, attempts, time.monotonic() - started)
 
     def chat(
         self,

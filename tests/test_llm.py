@@ -127,6 +127,21 @@ def test_overflow_is_refused_before_sending():
     assert err.packet.messages == MESSAGES
 
 
+def test_unreachable_tokenizer_endpoint_is_retried_then_typed_error_without_sending():
+    counts = []
+
+    def counter(text: str) -> int:
+        counts.append(text)
+        raise httpx.ConnectError("tokenize endpoint down")
+
+    rec = Recorder(refuse)
+    with pytest.raises(LLMUnavailableError) as info:
+        make_client(rec, counter=counter, retries=1).chat(MESSAGES)
+    assert len(counts) == 2 and rec.requests == []  # counted twice, never posted
+    assert info.value.packet.prompt_tokens is None and info.value.packet.messages == MESSAGES
+    assert info.value.errors[0].startswith("token count attempt 1")
+
+
 def test_per_call_max_tokens_is_what_gets_reserved():
     n = len(render_chatml(MESSAGES))
     client = make_client(Recorder(refuse), window=n + 10, max_tokens=5)
