@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from rootweaver_innovations.retrieval import BACKENDS
+from rootweaver_innovations.strategies import STRATEGIES as COMPACTION_STRATEGIES
 
 __all__ = [
     "CAPABILITY_FLAG",
@@ -49,7 +50,6 @@ __all__ = [
 ]
 
 CAPABILITY_FLAG = "eip.capabilities.retrieval.multi_hop.enabled"
-COMPACTION_STRATEGIES = ("line", "submodular")
 FLAG_PROVIDERS = ("static", "unleash")
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

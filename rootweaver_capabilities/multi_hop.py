@@ -28,15 +28,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from rootweaver_innovations.compaction import CompactionResult, compact_lines
+from rootweaver_innovations.compaction import CompactionResult
 from rootweaver_innovations.multihop import Compactor, MultiHopRAG, MultiHopResult, Synthesizer, extractive_answer
 from rootweaver_innovations.retrieval import BM25Retriever, Retriever
+from rootweaver_innovations.strategies import make_compactor
 
-from .config import MultiHopConfig, RetrieverConfig
+from .config import LLMConfig, MultiHopConfig, RetrieverConfig
 from .flags import FlagProvider, build_flag_provider
 from .metrics import Metrics
 
-__all__ = ["CapabilityContext", "MultiHopCapability", "RequestContext", "make_compactor"]
+__all__ = ["CapabilityContext", "MultiHopCapability", "RequestContext"]
 
 log = logging.getLogger(__name__)
 
@@ -62,22 +63,6 @@ class RequestContext:
     user_id: str | None = None
     session_id: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
-
-
-def make_compactor(strategy: str) -> Compactor:
-    """The compactor for ``strategy``: ``line`` or ``submodular`` (imported on demand)."""
-    if strategy == "line":
-        return compact_lines
-    if strategy == "submodular":
-        try:
-            from rootweaver_innovations.packing import SubmodularCompactor
-        except ImportError as exc:
-            raise ValueError(
-                "compaction.strategy 'submodular' needs rootweaver_innovations.packing.SubmodularCompactor, "
-                f"which is not importable here ({exc})"
-            ) from exc
-        return SubmodularCompactor()
-    raise ValueError(f"unknown compaction strategy {strategy!r}; choose one of ['line', 'submodular']")
 
 
 class _TimedCompactor:
@@ -113,11 +98,25 @@ def _default_retriever(cfg: RetrieverConfig) -> Retriever:
     return BM25Retriever(passages, backend=cfg.backend)
 
 
+def _default_synthesizer(cfg: LLMConfig) -> Synthesizer:
+    """The extractive answer when ``llm.base_url`` is null, else an LLM synthesizer on it."""
+    if cfg.base_url is None:
+        return extractive_answer
+    from .llm import LLMSynthesizer, OpenAIChatClient
+
+    client = OpenAIChatClient(
+        cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s,
+        context_window=cfg.context_window, max_tokens=cfg.max_tokens,
+    )
+    return LLMSynthesizer(client)
+
+
 class MultiHopCapability:
     """The multi-hop retrieval capability for an agent runtime (see the module docstring).
 
     ``flags`` defaults to the provider ``config.flags`` names; ``retriever`` to BM25 over
-    ``config.retriever``; ``synthesizer`` to the extractive answer (no LLM); ``metrics``
+    ``config.retriever``; ``synthesizer`` to an LLM synthesizer on ``config.llm`` (the
+    extractive answer when ``llm.base_url`` is null); ``metrics``
     to none. Safe to share across threads: one instance serves concurrent ``execute``
     calls.
     """
@@ -134,7 +133,7 @@ class MultiHopCapability:
         self.flags = flags if flags is not None else build_flag_provider(config.flags)
         self.metrics = metrics
         self._retriever = retriever
-        self._synthesizer = synthesizer if synthesizer is not None else extractive_answer
+        self._synthesizer = synthesizer
         self._lock = threading.Lock()
         self._clock = threading.local()
         self._rags: tuple[MultiHopRAG, MultiHopRAG | None] | None = None
@@ -147,9 +146,12 @@ class MultiHopCapability:
                 if self._rags is None:
                     cfg = self.config
                     retriever = self._retriever if self._retriever is not None else _default_retriever(cfg.retriever)
+                    synthesizer = self._synthesizer
+                    if synthesizer is None:
+                        synthesizer = _default_synthesizer(cfg.llm)
                     common = dict(
                         retriever=retriever,
-                        synthesizer=self._synthesizer,
+                        synthesizer=synthesizer,
                         max_hops=cfg.max_hops,
                         passages_per_hop=cfg.passages_per_hop,
                         answerability_threshold=cfg.answerability_threshold,
