@@ -1,0 +1,194 @@
+"""Budgets in explicit units, the tokenizer behind token budgets, and cost bookkeeping.
+
+A :class:`Budget` is ``limit`` units of ``"chars"`` (Python string length of the rendered
+packet, separators and headers included) or ``"tokens"`` (counted by a real tokenizer
+behind the :class:`TokenCounter` protocol; the default is the reader's, Qwen2.5, shipped
+in ``rootweaver_innovations/data/qwen2.5-tokenizer``). There is no chars-per-token guess.
+
+:class:`Knapsack` is the per-run cost ledger the packers share. Each candidate costs its
+text plus one separator; a header costs its text plus one separator the first time one of
+its candidates is taken; the capacity is ``limit`` plus one separator (the last line has
+none). In chars this is exact. In tokens it is the sum of the parts, which is what the
+packers compare against; the packet's real token count is measured afterwards and
+:func:`~rootweaver_innovations.packing.policies.pack` enforces ``real <= limit``.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from .candidates import Header
+
+__all__ = [
+    "UNITS",
+    "Budget",
+    "Knapsack",
+    "QwenTokenCounter",
+    "TokenCounter",
+    "default_token_counter",
+]
+
+UNITS = ("chars", "tokens")
+_QWEN_DIR = "qwen2.5-tokenizer"
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts the tokens of a text exactly as the reader's tokenizer would (no special tokens)."""
+
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+
+class QwenTokenCounter:
+    """The Qwen2.5 byte-level BPE tokenizer, loaded with the ``tokenizers`` package alone.
+
+    ``path`` is a ``tokenizer.json``; by default the copy shipped with the package (see its
+    NOTICE: Apache-2.0). Counts are memoised per text (the same facts are packed again
+    under several budgets and policies); the memo holds at most ``cache_size`` texts.
+    """
+
+    name = "qwen2.5"
+
+    def __init__(self, path: str | Path | None = None, cache_size: int = 65536):
+        from tokenizers import Tokenizer
+
+        if path is None:
+            ref = resources.files("rootweaver_innovations") / "data" / _QWEN_DIR / "tokenizer.json"
+            with resources.as_file(ref) as file:
+                self._tok = Tokenizer.from_file(str(file))
+        else:
+            self._tok = Tokenizer.from_file(str(path))
+        self._cache: dict[str, int] = {}
+        self._cache_size = cache_size
+
+    def count(self, text: str) -> int:
+        n = self._cache.get(text)
+        if n is None:
+            n = len(self._tok.encode(text, add_special_tokens=False).ids)
+            if len(self._cache) >= self._cache_size:
+                self._cache.clear()
+            self._cache[text] = n
+        return n
+
+
+@functools.lru_cache(maxsize=1)
+def default_token_counter() -> QwenTokenCounter:
+    """The shared Qwen2.5 counter (loaded once per process, ~0.4 s)."""
+    return QwenTokenCounter()
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """A hard limit on the rendered packet, in an explicit unit.
+
+    ``limit`` is an int >= 1; ``unit`` one of :data:`UNITS`; ``counter`` only for
+    ``"tokens"`` (``None`` means the default Qwen2.5 counter); ``separator`` joins the
+    packet's lines (default ``"\\n"``). Bad values raise ``ValueError``.
+    """
+
+    limit: int
+    unit: str = "chars"
+    counter: TokenCounter | None = None
+    separator: str = "\n"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.limit, bool) or not isinstance(self.limit, int) or self.limit < 1:
+            raise ValueError(f"budget limit must be a positive int, got {self.limit!r}")
+        if self.unit not in UNITS:
+            raise ValueError(f"budget unit must be one of {list(UNITS)}, got {self.unit!r}")
+        if self.counter is not None and self.unit != "tokens":
+            raise ValueError("a token counter only applies to unit='tokens'")
+        if self.counter is not None and not isinstance(self.counter, TokenCounter):
+            raise ValueError(f"counter must have name and count(text) -> int, got {self.counter!r}")
+        if not isinstance(self.separator, str):
+            raise ValueError(f"separator must be a str, got {self.separator!r}")
+
+    @classmethod
+    def chars(cls, limit: int) -> Budget:
+        return cls(limit, "chars")
+
+    @classmethod
+    def tokens(cls, limit: int, counter: TokenCounter | None = None) -> Budget:
+        return cls(limit, "tokens", counter)
+
+    @property
+    def token_counter(self) -> TokenCounter | None:
+        """The counter token budgets use (``None`` for a chars budget)."""
+        if self.unit != "tokens":
+            return None
+        return self.counter if self.counter is not None else default_token_counter()
+
+    def measure(self, text: str) -> int:
+        """Size of ``text`` in this budget's unit."""
+        counter = self.token_counter
+        return len(text) if counter is None else counter.count(text)
+
+
+class Knapsack:
+    """Cost ledger of one packing run over candidates ``0..n-1`` (see module docstring).
+
+    ``texts`` are the candidates' texts; ``headers`` gives, per candidate, its
+    :class:`~rootweaver_innovations.packing.candidates.Header` or ``None``.
+    """
+
+    def __init__(self, budget: Budget, texts: Sequence[str], headers: Sequence[Header | None] = ()):
+        n = len(texts)
+        if headers and len(headers) != n:
+            raise ValueError(f"headers must have one entry per text ({n}), got {len(headers)}")
+        sep = budget.measure(budget.separator) if budget.separator else 0
+        self.budget = budget
+        self.capacity = budget.limit + sep
+        self.item = np.fromiter((budget.measure(t) + sep for t in texts), dtype=np.int64, count=n)
+        distinct: dict[Header, int] = {}
+        group = np.full(n, 0, dtype=np.int64)  # group 0 is "no header", cost 0, always paid
+        for i, h in enumerate(headers):
+            if h is not None:
+                group[i] = distinct.setdefault(h, len(distinct) + 1)
+        self.headers: tuple[Header, ...] = tuple(distinct)
+        self.group = group
+        self.group_cost = np.array([0] + [budget.measure(h.text) + sep for h in distinct], dtype=np.int64)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything taken."""
+        self.used = 0
+        self.paid = np.zeros(len(self.group_cost), dtype=bool)
+        self.paid[0] = True
+        self.taken = np.zeros(len(self.item), dtype=bool)
+
+    def marginal(self) -> np.ndarray:
+        """Cost of adding each candidate now (its header included if not yet paid)."""
+        return self.item + np.where(self.paid[self.group], 0, self.group_cost[self.group])
+
+    def marginal_of(self, i: int) -> int:
+        """Cost of adding candidate ``i`` now (scalar form of :meth:`marginal`)."""
+        g = self.group[i]
+        return int(self.item[i]) + (0 if self.paid[g] else int(self.group_cost[g]))
+
+    def feasible(self) -> np.ndarray:
+        """Candidates not yet taken whose marginal cost fits in what is left."""
+        return ~self.taken & (self.used + self.marginal() <= self.capacity)
+
+    def singleton_feasible(self) -> np.ndarray:
+        """Candidates that fit on their own (with their header) in an empty packet."""
+        return self.item + self.group_cost[self.group] <= self.capacity
+
+    def take(self, i: int) -> None:
+        """Add candidate ``i`` (the caller checked it fits)."""
+        self.used += self.marginal_of(i)
+        self.paid[self.group[i]] = True
+        self.taken[i] = True
+
+    def header_of(self, i: int) -> Header | None:
+        g = int(self.group[i])
+        return self.headers[g - 1] if g else None
+

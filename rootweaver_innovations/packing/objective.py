@@ -1,0 +1,259 @@
+"""The four terms of the packing objective, kept apart from the search that maximises it.
+
+F(S) = w_rel Rel(S) + w_qry QueryCov(S) + w_cov Repr(S) + w_div Div(S), each term monotone
+submodular and normalised to [0, 1] by its value on the whole candidate set (a term whose
+whole-set value is 0 is identically 0):
+
+- Rel: modular, the sum of the candidates' relevance.
+- QueryCov: set cover over the distinct query content terms that some candidate contains.
+- Repr: saturated facility location, sum_i min(sum_{j in S} sim(i, j), alpha * deg_i)
+  with deg_i = sum_j sim(i, j) over all candidates.
+- Div: sum over documents of sqrt(relevance mass of S in the document).
+
+Each term keeps the running state of one selection and answers the marginal gain of every
+candidate (or of the ``idx`` asked for) as a numpy vector. Relevance and similarity are
+quantised to integers (2**20 per unit; relevance relative to the largest), so Rel,
+QueryCov and Repr gains are exact and a candidate's gain does not depend on which other
+candidates are evaluated with it; Div works elementwise in float64. That is what lets a
+lazy greedy reproduce the plain greedy bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..retrieval import bm25_tokenize
+
+__all__ = [
+    "SCALE",
+    "DiversityTerm",
+    "QueryCoverageTerm",
+    "RelevanceTerm",
+    "RepresentativenessTerm",
+    "SubmodularObjective",
+    "SubmodularWeights",
+    "query_incidence",
+    "quantise",
+]
+
+SCALE = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class SubmodularWeights:
+    """Term weights (finite, >= 0) and the facility-location saturation ``alpha`` in (0, 1].
+
+    Defaults are the source paper's: relevance leads, the other terms regularise.
+    """
+
+    w_rel: float = 1.0
+    w_qry: float = 0.5
+    w_cov: float = 0.4
+    w_div: float = 0.3
+    alpha: float = 0.3
+
+    def __post_init__(self) -> None:
+        for name in ("w_rel", "w_qry", "w_cov", "w_div", "alpha"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        if not 0 < self.alpha <= 1:
+            raise ValueError(f"alpha must be in (0, 1], got {self.alpha!r}")
+
+
+def quantise(values: np.ndarray) -> np.ndarray:
+    """Non-negative floats to int64 units of ``1 / SCALE``."""
+    return np.rint(np.asarray(values, dtype=np.float64) * SCALE).astype(np.int64)
+
+
+def query_incidence(query: str, texts: Sequence[str]) -> tuple[tuple[str, ...], np.ndarray]:
+    """Distinct query content terms and which texts contain each: ``(terms, bool[n, T])``.
+
+    Tokens are :func:`~rootweaver_innovations.retrieval.bm25_tokenize`'s (lowercase words,
+    stop words out).
+    """
+    terms = tuple(dict.fromkeys(bm25_tokenize(query)))
+    index = {t: k for k, t in enumerate(terms)}
+    inc = np.zeros((len(texts), len(terms)), dtype=bool)
+    for i, text in enumerate(texts):
+        for tok in set(bm25_tokenize(text)):
+            k = index.get(tok)
+            if k is not None:
+                inc[i, k] = True
+    return terms, inc
+
+
+def _indices(idx: np.ndarray | Sequence[int] | None, n: int) -> np.ndarray:
+    return np.arange(n) if idx is None else np.asarray(idx, dtype=np.int64)
+
+
+class RelevanceTerm:
+    """Rel(S) = sum of quantised relevance over S / the sum over all candidates."""
+
+    name = "rel"
+
+    def __init__(self, relevance: np.ndarray):
+        rel = np.asarray(relevance, dtype=np.float64)
+        top = rel.max() if rel.size else 0.0
+        self.rel = quantise(rel / top) if top > 0 else np.zeros(rel.shape, dtype=np.int64)
+        self.norm = int(self.rel.sum())
+        self.reset()
+
+    def reset(self, selected: Sequence[int] = ()) -> None:
+        self.total = int(self.rel[list(selected)].sum()) if len(selected) else 0
+
+    def gains(self, idx: np.ndarray | Sequence[int] | None = None) -> np.ndarray:
+        g = self.rel[_indices(idx, len(self.rel))]
+        return g / self.norm if self.norm else np.zeros(g.shape)
+
+    def add(self, i: int) -> None:
+        self.total += int(self.rel[i])
+
+    def value(self) -> float:
+        return self.total / self.norm if self.norm else 0.0
+
+
+class QueryCoverageTerm:
+    """QueryCov(S) = distinct coverable query terms covered by S / all coverable ones."""
+
+    name = "qry"
+
+    def __init__(self, incidence: np.ndarray):
+        inc = np.asarray(incidence, dtype=bool)
+        self.inc = inc[:, inc.any(axis=0)] if inc.size else inc.reshape(inc.shape[0], 0)
+        self.norm = self.inc.shape[1]
+        self.reset()
+
+    def reset(self, selected: Sequence[int] = ()) -> None:
+        self.covered = self.inc[list(selected)].any(axis=0)
+
+    def gains(self, idx: np.ndarray | Sequence[int] | None = None) -> np.ndarray:
+        g = (self.inc[_indices(idx, self.inc.shape[0])] & ~self.covered).sum(axis=1)
+        return g / self.norm if self.norm else np.zeros(g.shape)
+
+    def add(self, i: int) -> None:
+        self.covered |= self.inc[i]
+
+    def value(self) -> float:
+        return int(self.covered.sum()) / self.norm if self.norm else 0.0
+
+
+class RepresentativenessTerm:
+    """Repr(S) = sum_i min(sum_{j in S} sim(i, j), alpha deg_i) / sum_i alpha deg_i (quantised)."""
+
+    name = "cov"
+
+    def __init__(self, similarity: np.ndarray, alpha: float):
+        self.sim = quantise(similarity)
+        self.cap = np.floor(alpha * self.sim.sum(axis=1)).astype(np.int64)
+        self.norm = int(self.cap.sum())
+        self.reset()
+
+    def reset(self, selected: Sequence[int] = ()) -> None:
+        cover = self.sim[:, list(selected)].sum(axis=1) if len(selected) else np.zeros(len(self.cap), np.int64)
+        self.cover = np.minimum(cover, self.cap)  # clipped at the cap: same gains, bounded state
+
+    def gains(self, idx: np.ndarray | Sequence[int] | None = None) -> np.ndarray:
+        cols = self.sim[:, _indices(idx, len(self.cap))]
+        g = (np.minimum(self.cover[:, None] + cols, self.cap[:, None]) - self.cover[:, None]).sum(axis=0)
+        return g / self.norm if self.norm else np.zeros(g.shape)
+
+    def add(self, i: int) -> None:
+        self.cover = np.minimum(self.cover + self.sim[:, i], self.cap)
+
+    def value(self) -> float:
+        return int(self.cover.sum()) / self.norm if self.norm else 0.0
+
+
+class DiversityTerm:
+    """Div(S) = sum_d sqrt(quantised relevance mass of S in document d) / the same over all."""
+
+    name = "div"
+
+    def __init__(self, doc_index: np.ndarray, relevance: np.ndarray):
+        self.doc = np.asarray(doc_index, dtype=np.int64)
+        rel = np.asarray(relevance, dtype=np.float64)
+        top = rel.max() if rel.size else 0.0
+        self.rel = quantise(rel / top) if top > 0 else np.zeros(rel.shape, dtype=np.int64)
+        n_docs = int(self.doc.max()) + 1 if self.doc.size else 0
+        self.n_docs = n_docs
+        full = np.bincount(self.doc, weights=self.rel, minlength=n_docs).astype(np.int64)
+        self.norm = float(np.sqrt(full).sum())
+        self.reset()
+
+    def reset(self, selected: Sequence[int] = ()) -> None:
+        sel = np.asarray(list(selected), dtype=np.int64)
+        self.mass = np.bincount(self.doc[sel], weights=self.rel[sel], minlength=self.n_docs).astype(np.int64)
+
+    def gains(self, idx: np.ndarray | Sequence[int] | None = None) -> np.ndarray:
+        i = _indices(idx, len(self.rel))
+        m = self.mass[self.doc[i]]
+        g = np.sqrt(m + self.rel[i]) - np.sqrt(m)
+        return g / self.norm if self.norm else np.zeros(g.shape)
+
+    def add(self, i: int) -> None:
+        self.mass[self.doc[i]] += self.rel[i]
+
+    def value(self) -> float:
+        return float(np.sqrt(self.mass).sum()) / self.norm if self.norm else 0.0
+
+
+class SubmodularObjective:
+    """The weighted sum of the four terms over candidates ``0..n-1``, with one running selection.
+
+    ``relevance`` (n,) >= 0; ``incidence`` bool (n, T) from :func:`query_incidence`;
+    ``similarity`` (n, n) in [0, 1]; ``doc_index`` (n,) ints naming each candidate's
+    document. The optimiser calls :meth:`gains` and :meth:`add`; :meth:`reset` starts over.
+    """
+
+    def __init__(
+        self,
+        relevance: np.ndarray,
+        incidence: np.ndarray,
+        similarity: np.ndarray,
+        doc_index: np.ndarray,
+        weights: SubmodularWeights = SubmodularWeights(),
+    ):
+        n = len(relevance)
+        if incidence.shape[0] != n or similarity.shape != (n, n) or len(doc_index) != n:
+            raise ValueError(
+                f"objective inputs disagree on n={n}: incidence {incidence.shape}, "
+                f"similarity {similarity.shape}, doc_index {len(doc_index)}"
+            )
+        self.n = n
+        self.weights = weights
+        self.terms = (
+            RelevanceTerm(relevance),
+            QueryCoverageTerm(incidence),
+            RepresentativenessTerm(similarity, weights.alpha),
+            DiversityTerm(doc_index, relevance),
+        )
+        self._w = (weights.w_rel, weights.w_qry, weights.w_cov, weights.w_div)
+
+    def reset(self, selected: Sequence[int] = ()) -> None:
+        for term in self.terms:
+            term.reset(selected)
+
+    def gains(self, idx: np.ndarray | Sequence[int] | None = None) -> np.ndarray:
+        """Marginal gain of F for each candidate in ``idx`` (all when None) given the selection."""
+        total = np.zeros(self.n if idx is None else len(idx), dtype=np.float64)
+        for w, term in zip(self._w, self.terms):
+            total = total + w * term.gains(idx)
+        return total
+
+    def add(self, i: int) -> None:
+        for term in self.terms:
+            term.add(i)
+
+    def value(self) -> float:
+        """F of the current selection."""
+        return sum(w * term.value() for w, term in zip(self._w, self.terms))
+
+    def evaluate(self, selected: Sequence[int]) -> float:
+        """F(selected) from scratch (resets the running selection to ``selected``)."""
+        self.reset(selected)
+        return self.value()
