@@ -192,7 +192,7 @@ class MultiHopConfig:
     """
 
     max_hops: int = _knob(5, "int", "Most retrieval hops per question.", check=_positive, rule="must be >= 1")
-    passages_per_hop: int = _knob(2, "int", "New passages added per hop.", check=_positive, rule="must be >= 1")
+    passages_per_hop: int = _knob(3, "int", "New passages added per hop.", check=_positive, rule="must be >= 1")
     answerability_threshold: float = _knob(
         0.6, "float", "Share of a sub-query's key terms that must occur in the context for it to count as "
         "answered.", check=lambda v: 0 < v <= 1, rule="must be in (0, 1]",

@@ -49,6 +49,15 @@ def test_every_knob_has_a_description_and_defaults_match_the_objects():
         assert defaults[key] == default, key
 
 
+def test_loop_defaults_agree_with_multihoprag():
+    from rootweaver_innovations.multihop import MultiHopRAG
+
+    rag, cfg = MultiHopRAG(retriever=None), MultiHopConfig()  # type: ignore[arg-type]
+    assert (cfg.max_hops, cfg.passages_per_hop, cfg.answerability_threshold, cfg.compaction.max_chars) == (
+        rag.max_hops, rag.passages_per_hop, rag.answerability_threshold, rag.compaction_max_chars)
+    assert cfg.compaction.enabled is rag.compaction_enabled is False
+
+
 def test_round_trip_of_the_defaults_and_through_yaml(tmp_path):
     cfg = MultiHopConfig.from_yaml(SHIPPED)
     assert MultiHopConfig.from_mapping(cfg.to_mapping()) == cfg
