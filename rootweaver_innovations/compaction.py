@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from .context_format import HOP_HEADER_PREFIX, is_header
+from .context_format import HOP_HEADER_PREFIX
 
 __all__ = [
     "HOP_HEADER_PREFIX",
@@ -61,9 +62,8 @@ def reasoning_key_terms(text: str) -> list[str]:
     return [t for t in text.lower().split() if len(t) > 3 and t not in STOP_WORDS]
 
 
-@dataclass(frozen=True, slots=True)
-class KeptLine:
-    """A line of the input kept in the output.
+class KeptLine(NamedTuple):
+    """A line of the input kept in the output (an immutable tuple: cheap to build per line).
 
     ``position`` is its 0-based line index in the input; ``band`` is the priority band
     that admitted it (0 open sub-query term, 1 latest hop block, 2 the rest) or, for a hop
@@ -75,8 +75,7 @@ class KeptLine:
     band: int
 
 
-@dataclass(frozen=True, slots=True)
-class DroppedLine:
+class DroppedLine(NamedTuple):
     """A line of the input left out, and why (one of the ``REASON_*`` values)."""
 
     position: int
@@ -122,48 +121,46 @@ def compact_lines(
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
         raise ValueError(f"max_chars must be a positive int, got {max_chars!r}")
     lines = context.split("\n")
+    lowered = context.lower().split("\n")  # lower() never adds or removes a newline
     open_set = frozenset(t.lower() for t in open_terms)
     query_set = frozenset(reasoning_key_terms(question))
 
-    last_header = -1
-    header_of: list[int] = []  # index of the hop header governing each line, -1 if none
-    current = -1
-    for i, line in enumerate(lines):
-        if is_header(line):
-            current = last_header = i
-        header_of.append(current)
-
+    headers: list[int] = []  # positions of hop headers
+    header_of: list[int] = []  # position of the header governing each line, -1 if none
     dropped: list[DroppedLine] = []
     ranked: list[tuple[int, int, int]] = []  # (band, -overlap, position)
+    facts: list[tuple[int, list[str]]] = []
     seen_text: set[str] = set()
+    current = -1
     for i, line in enumerate(lines):
-        if is_header(line):
-            continue
-        if not line.strip():
+        if line.startswith(HOP_HEADER_PREFIX):
+            current = i
+            headers.append(i)
+        elif not line or line.isspace():
             dropped.append(DroppedLine(i, line, REASON_BLANK))
-            continue
-        if line in seen_text:
+        elif line in seen_text:
             dropped.append(DroppedLine(i, line, REASON_DUPLICATE))
-            continue
-        seen_text.add(line)
-        tokens = line.lower().split()
+        else:
+            seen_text.add(line)
+            facts.append((i, lowered[i].split()))
+        header_of.append(current)
+    latest = current
+    for i, tokens in facts:
         if open_set and not open_set.isdisjoint(tokens):
             band = 0
-        elif i >= last_header:
+        elif i >= latest:
             band = 1
         else:
             band = 2
-        overlap = len(query_set.intersection(tokens)) if query_set else 0
-        ranked.append((band, -overlap, i))
+        ranked.append((band, -len(query_set.intersection(tokens)) if query_set else 0, i))
     ranked.sort()
 
     used = 0  # chars of emitted lines plus one separator per line after the first
-    n_out = 0
     kept_band: dict[int, int] = {}
     for band, _neg_overlap, i in ranked:
         line = lines[i]
         header = header_of[i]
-        cost = len(line) + (1 if n_out else 0)
+        cost = len(line) + (1 if used else 0)
         add_header = header >= 0 and header not in kept_band
         if add_header:
             cost += len(lines[header]) + 1
@@ -171,14 +168,10 @@ def compact_lines(
             dropped.append(DroppedLine(i, line, REASON_BUDGET))
             continue
         used += cost
-        n_out += 2 if add_header else 1
         kept_band[i] = band
         if add_header:
             kept_band[header] = band
-
-    for i, line in enumerate(lines):
-        if is_header(line) and i not in kept_band:
-            dropped.append(DroppedLine(i, line, REASON_ORPHAN_HEADER))
+    dropped.extend(DroppedLine(h, lines[h], REASON_ORPHAN_HEADER) for h in headers if h not in kept_band)
 
     order = sorted(kept_band)
     kept = tuple(KeptLine(i, lines[i], kept_band[i]) for i in order)
@@ -186,7 +179,7 @@ def compact_lines(
     return CompactionResult(
         text=text,
         kept=kept,
-        dropped=tuple(sorted(dropped, key=lambda d: d.position)),
+        dropped=tuple(sorted(dropped)),
         max_chars=max_chars,
         input_chars=len(context),
     )

@@ -283,7 +283,7 @@ class MultiHopRAG:
     decomposer: Decomposer = field(default_factory=RuleDecomposer)
     synthesizer: Synthesizer | None = None
     max_hops: int = 5
-    passages_per_hop: int = 2
+    passages_per_hop: int = 3
     answerability_threshold: float = 0.6
     compaction_enabled: bool = False
     compaction_max_chars: int = 2000

@@ -33,7 +33,7 @@ def test_off_synth_context_is_the_full_context_byte_for_byte(off_results):
 def test_bridge_questions_take_at_least_two_hops(off_results, golden_questions):
     bridge = [r for r, q in zip(off_results, golden_questions) if q.type == "bridge"]
     multi = sum(r.hop_count >= 2 for r in bridge)
-    assert multi / len(bridge) >= 0.8, f"only {multi}/{len(bridge)} bridge questions took >= 2 hops"
+    assert multi / len(bridge) >= 0.7, f"only {multi}/{len(bridge)} bridge questions took >= 2 hops"
     assert all(r.stop_reason in (STOP_ALL_ANSWERED, STOP_NO_NEW_EVIDENCE, STOP_MAX_HOPS) for r in off_results)
 
 
