@@ -24,13 +24,12 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 import httpx
 
-import rootweaver_innovations
 from rootweaver_innovations.multihop import Answer, extractive_answer
+from rootweaver_innovations.packing import QwenTokenCounter, TokenCounter
 
 from .prompts import (
     MODE_ANSWER,
@@ -55,15 +54,11 @@ __all__ = [
     "OpenAIChatClient",
     "PromptTooLongError",
     "TOKENIZER_ENV",
-    "TokenCounter",
-    "TokenizerFileCounter",
-    "default_token_counter",
-    "default_tokenizer_path",
     "render_chatml",
+    "resolve_token_counter",
 ]
 
 TOKENIZER_ENV = "ROOTWEAVER_TOKENIZER_JSON"
-_PACKAGED_TOKENIZER = Path(rootweaver_innovations.__file__).parent / "data" / "qwen2.5-tokenizer" / "tokenizer.json"
 
 
 @dataclass(frozen=True, slots=True, eq=True)
@@ -143,12 +138,6 @@ class LLMResponseError(LLMError):
     """HTTP 200 whose body is not a chat completion."""
 
 
-class TokenCounter(Protocol):
-    """Number of tokens the reader sees for ``text`` (special tokens parsed, none added)."""
-
-    def __call__(self, text: str) -> int: ...
-
-
 def render_chatml(messages: Sequence[Mapping[str, str]]) -> str:
     """The ChatML prompt the server builds (``--chat_format chatml``; Qwen's template when a
     system message is present), including the assistant generation prefix."""
@@ -157,30 +146,20 @@ def render_chatml(messages: Sequence[Mapping[str, str]]) -> str:
     return "".join(parts)
 
 
-class TokenizerFileCounter:
-    """Counts with a HuggingFace ``tokenizer.json`` through the ``tokenizers`` package."""
-
-    def __init__(self, path: str | Path):
-        from tokenizers import Tokenizer
-
-        path = Path(path)
-        if not path.is_file():
-            raise ValueError(f"tokenizer file not found: {path}")
-        self.path = path
-        self._tok = Tokenizer.from_file(str(path))
-
-    def __call__(self, text: str) -> int:
-        return len(self._tok.encode(text, add_special_tokens=False).ids)
-
-
 class LlamaCppServerCounter:
-    """Counts with the model actually loaded: llama-cpp-python's ``/extras/tokenize/count``."""
+    """Counts with the model actually loaded: llama-cpp-python's ``/extras/tokenize/count``.
+
+    A :class:`~rootweaver_innovations.packing.TokenCounter`; HTTP errors propagate (the
+    client retries them under its policy).
+    """
+
+    name = "llama.cpp-server"
 
     def __init__(self, base_url: str, *, timeout_s: float = 10.0, http: httpx.Client | None = None):
         self.url = f"{_server_root(base_url)}/extras/tokenize/count"
         self._http = http or httpx.Client(timeout=timeout_s)
 
-    def __call__(self, text: str) -> int:
+    def count(self, text: str) -> int:
         resp = self._http.post(self.url, json={"input": text})
         resp.raise_for_status()
         return int(resp.json()["count"])
@@ -191,32 +170,15 @@ def _server_root(base_url: str) -> str:
     return root[: -len("/v1")] if root.endswith("/v1") else root
 
 
-def default_tokenizer_path() -> Path | None:
-    """``$ROOTWEAVER_TOKENIZER_JSON`` if set, else the packaged Qwen2.5 tokenizer, if present."""
-    env = os.environ.get(TOKENIZER_ENV)
-    if env:
-        return Path(env)
-    return _PACKAGED_TOKENIZER if _PACKAGED_TOKENIZER.is_file() else None
-
-
-def default_token_counter(base_url: str, *, http: httpx.Client | None = None) -> TokenCounter:
-    """The server's tokenizer when it exposes one (llama.cpp), else the Qwen2.5 tokenizer file.
-
-    Raises ``ValueError`` when neither is available, naming the environment variable to set.
-    """
+def resolve_token_counter(base_url: str, *, http: httpx.Client | None = None) -> TokenCounter:
+    """The server's tokenizer when it exposes one (llama.cpp), else the Qwen2.5 tokenizer:
+    ``$ROOTWEAVER_TOKENIZER_JSON`` when set, otherwise the copy shipped with the package."""
     counter = LlamaCppServerCounter(base_url, http=http)
     try:
-        counter("probe")
+        counter.count("probe")
         return counter
     except (httpx.HTTPError, KeyError, ValueError):
-        pass
-    path = default_tokenizer_path()
-    if path is None:
-        raise ValueError(
-            f"no token counter: the server at {base_url} has no /extras/tokenize/count and no "
-            f"tokenizer.json was found; set {TOKENIZER_ENV} to the reader's tokenizer.json"
-        )
-    return TokenizerFileCounter(path)
+        return QwenTokenCounter(os.environ.get(TOKENIZER_ENV) or None)
 
 
 class ChatClient(Protocol):
@@ -244,7 +206,7 @@ class OpenAIChatClient:
     ``backoff_s * 2**i`` before retry ``i`` (0-based). ``context_window`` is the server's
     (``--n_ctx`` / ``--max-model-len``); ``max_tokens`` is reserved for the output of every
     call unless a call passes its own. ``token_counter`` defaults to
-    :func:`default_token_counter`, resolved on first use. ``transport`` and ``sleep`` are
+    :func:`resolve_token_counter`, resolved on first use. ``transport`` and ``sleep`` are
     for tests. Raises ``ValueError`` on non-positive sizes or negative retry settings.
     """
 
@@ -298,11 +260,11 @@ class OpenAIChatClient:
     @property
     def token_counter(self) -> TokenCounter:
         if self._counter is None:
-            self._counter = default_token_counter(self.base_url, http=self._http)
+            self._counter = resolve_token_counter(self.base_url, http=self._http)
         return self._counter
 
     def count_prompt_tokens(self, messages: Sequence[Mapping[str, str]]) -> int:
-        return self.token_counter(render_chatml(messages))
+        return self.token_counter.count(render_chatml(messages))
 
     def build_packet(
         self,

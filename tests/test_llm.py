@@ -22,9 +22,8 @@ from rootweaver_capabilities.llm import (
     LLMUnavailableError,
     OpenAIChatClient,
     PromptTooLongError,
-    TokenizerFileCounter,
-    default_token_counter,
     render_chatml,
+    resolve_token_counter,
 )
 from rootweaver_capabilities.prompts import (
     MalformedReplyError,
@@ -37,6 +36,7 @@ from rootweaver_capabilities.prompts import (
     score_ebg,
 )
 from rootweaver_innovations.multihop import extractive_answer
+from rootweaver_innovations.packing import QwenTokenCounter
 
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "Who wrote Dune?"}]
 CONTEXT = "From query: Dune author\nDune | Dune is a 1965 novel by Frank Herbert.\nDune | It won the Hugo Award."
@@ -54,14 +54,30 @@ class Recorder:
         return self.respond(len(self.requests))
 
 
+class CharCounter:
+    """One token per character: makes prompt sizes easy to derive in the tests."""
+
+    name = "chars"
+
+    def __init__(self, fail: Exception | None = None):
+        self.fail = fail
+        self.texts: list[str] = []
+
+    def count(self, text: str) -> int:
+        self.texts.append(text)
+        if self.fail is not None:
+            raise self.fail
+        return len(text)
+
+
 def refuse(_n: int) -> httpx.Response:
     raise httpx.ConnectError("connection refused")
 
 
-def make_client(handler, *, counter=len, window=2048, max_tokens=64, retries=2, sleeps=None):
+def make_client(handler, *, counter=None, window=2048, max_tokens=64, retries=2, sleeps=None):
     return OpenAIChatClient(
         "http://llm.test/v1", "reader", api_key_env=None, max_retries=retries, backoff_s=0.5,
-        context_window=window, max_tokens=max_tokens, token_counter=counter,
+        context_window=window, max_tokens=max_tokens, token_counter=counter or CharCounter(),
         transport=httpx.MockTransport(handler), sleep=(sleeps.append if sleeps is not None else lambda s: None),
     )
 
@@ -110,7 +126,7 @@ def test_non_completion_body_is_a_response_error():
 
 
 def test_overflow_is_refused_before_sending():
-    # The counter is ``len`` (1 token per character), so the prompt has exactly
+    # CharCounter counts 1 token per character, so the prompt has exactly
     # len(render_chatml(MESSAGES)) tokens; a window of that + max_tokens fits exactly.
     n = len(render_chatml(MESSAGES))
     rec = Recorder(refuse)
@@ -128,16 +144,11 @@ def test_overflow_is_refused_before_sending():
 
 
 def test_unreachable_tokenizer_endpoint_is_retried_then_typed_error_without_sending():
-    counts = []
-
-    def counter(text: str) -> int:
-        counts.append(text)
-        raise httpx.ConnectError("tokenize endpoint down")
-
+    counter = CharCounter(fail=httpx.ConnectError("tokenize endpoint down"))
     rec = Recorder(refuse)
     with pytest.raises(LLMUnavailableError) as info:
         make_client(rec, counter=counter, retries=1).chat(MESSAGES)
-    assert len(counts) == 2 and rec.requests == []  # counted twice, never posted
+    assert len(counter.texts) == 2 and rec.requests == []  # counted twice, never posted
     assert info.value.packet.prompt_tokens is None and info.value.packet.messages == MESSAGES
     assert info.value.errors[0].startswith("token count attempt 1")
 
@@ -154,7 +165,7 @@ def test_api_key_goes_in_the_header_not_the_packet(monkeypatch):
     monkeypatch.setenv("RW_TEST_KEY", "sekret")
     rec = Recorder(refuse)
     client = OpenAIChatClient("http://llm.test/v1", "reader", api_key_env="RW_TEST_KEY", max_retries=0,
-                              token_counter=len, transport=httpx.MockTransport(rec))
+                              token_counter=CharCounter(), transport=httpx.MockTransport(rec))
     with pytest.raises(LLMUnavailableError) as info:
         client.chat(MESSAGES)
     assert rec.requests[0].headers["authorization"] == "Bearer sekret"
@@ -165,7 +176,7 @@ def test_api_key_goes_in_the_header_not_the_packet(monkeypatch):
     {"base_url": "llm.test/v1"}, {"timeout_s": 0}, {"max_retries": -1}, {"context_window": 100, "max_tokens": 100},
 ])
 def test_bad_settings_are_rejected(kwargs):
-    args = {"base_url": "http://llm.test/v1", "model": "m", "token_counter": len} | kwargs
+    args = {"base_url": "http://llm.test/v1", "model": "m", "token_counter": CharCounter()} | kwargs
     with pytest.raises(ValueError):
         OpenAIChatClient(**args)
 
@@ -186,9 +197,9 @@ def test_token_counter_falls_back_to_tokenizer_file_when_server_has_no_endpoint(
     tok.save(str(path))
     monkeypatch.setenv(TOKENIZER_ENV, str(path))
     http = httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(404)))
-    counter = default_token_counter("http://llm.test/v1", http=http)
-    assert isinstance(counter, TokenizerFileCounter)
-    assert counter("hello world foo") == 3  # three whitespace words, "foo" as [UNK]
+    counter = resolve_token_counter("http://llm.test/v1", http=http)
+    assert isinstance(counter, QwenTokenCounter)
+    assert counter.count("hello world foo") == 3  # three whitespace words, "foo" as [UNK]
 
 
 def test_synthesizer_degrades_to_extractive_with_the_packet_kept():
