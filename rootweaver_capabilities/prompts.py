@@ -5,8 +5,9 @@ headers stay unnumbered: they are structure and must not be cited) and asks for 
 object ``{"answer": ..., "evidence": [line ids]}``. A malformed reply is retried once
 with a corrective turn, then reported as malformed (never dropped).
 
-Scores, after the EBG protocol: ``Ans`` = the normalised gold answer occurs in the
-normalised prediction (SQuAD normalisation); ``Evid`` (strict) = every gold line is
+Scores, after the EBG protocol: ``Ans`` = some normalised gold answer is a contiguous
+token run of the normalised prediction (``diagnostics.answer_in_context``, SQuAD
+normalisation), so "It was Paris." counts for "Paris" but "nothing" not for "no"; ``Evid`` (strict) = every gold line is
 cited (extra citations allowed; no gold line in the context means Evid is false);
 ``Joint`` = Ans and Evid.
 """
@@ -15,11 +16,11 @@ from __future__ import annotations
 
 import json
 import re
-import string
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from rootweaver_innovations.context_format import is_header, parse_fact
+from rootweaver_innovations.diagnostics import answer_in_context
 
 __all__ = [
     "EBGScore",
@@ -30,7 +31,6 @@ __all__ = [
     "MODE_EVIDENCE",
     "MalformedReplyError",
     "NumberedContext",
-    "answer_contains",
     "answer_only_messages",
     "ask_with_evidence",
     "evidence_messages",
@@ -237,22 +237,6 @@ def ask_with_evidence(
         return EvidenceOutcome("", (), (first, second), malformed=True)
 
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = str.maketrans("", "", string.punctuation)
-
-
-def _normalize(text: str) -> str:
-    """SQuAD/HotpotQA normalisation: lowercase, drop punctuation and articles, fold spaces."""
-    return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCT)).split())
-
-
-def answer_contains(prediction: str, gold_answers: Sequence[str]) -> bool:
-    """True when some non-empty normalised gold answer occurs, on word boundaries, in the
-    normalised prediction (``"Paris"`` in ``"It is Paris"``; not ``"no"`` in ``"nothing"``)."""
-    pred = f" {_normalize(prediction)} "
-    return any(g and f" {g} " in pred for g in (_normalize(a) for a in gold_answers))
-
-
 @dataclass(frozen=True, slots=True)
 class EBGScore:
     ans: bool
@@ -264,6 +248,6 @@ def score_ebg(
     prediction: str, gold_answers: Sequence[str], cited_ids: Collection[int], gold_ids: Collection[int]
 ) -> EBGScore:
     """Ans / strict Evid / Joint for one question (see the module docstring)."""
-    ans = answer_contains(prediction, gold_answers)
+    ans = answer_in_context(list(gold_answers), prediction)
     evid = bool(gold_ids) and set(gold_ids) <= set(cited_ids)
     return EBGScore(ans, evid, ans and evid)

@@ -27,7 +27,6 @@ from rootweaver_capabilities.llm import (
 )
 from rootweaver_capabilities.prompts import (
     MalformedReplyError,
-    answer_contains,
     ask_with_evidence,
     gold_line_ids,
     number_context,
@@ -297,4 +296,4 @@ def test_score_ebg_strict_evidence():
     assert (s.ans, s.evid, s.joint) == (True, False, False)
     # no gold line in the context: Evid cannot be true
     assert not score_ebg("x", ["x"], [1], []).evid
-    assert not answer_contains("nothing", ["no"]) and answer_contains("No.", ["no"])
+    assert not score_ebg("nothing", ["no"], [1], [1]).ans and score_ebg("No.", ["no"], [1], [1]).joint
