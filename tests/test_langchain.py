@@ -1,0 +1,192 @@
+"""LangChain adapters: hop retriever, compressor in a retrieval chain, the standard suite."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+pytest.importorskip("langchain_core")
+pytest.importorskip("langchain_tests")
+
+from langchain_core.callbacks import CallbackManagerForRetrieverRun  # noqa: E402
+from langchain_core.documents import Document  # noqa: E402
+from langchain_core.retrievers import BaseRetriever  # noqa: E402
+from langchain_tests.integration_tests import RetrieversIntegrationTests  # noqa: E402
+from pydantic import ConfigDict  # noqa: E402
+
+from rootweaver_capabilities.langchain_adapters import (  # noqa: E402
+    LangChainHopRetriever,
+    LineCompactorCompressor,
+    MultiHopRetriever,
+    document_to_passage,
+)
+from rootweaver_innovations.context_format import format_fact  # noqa: E402
+from rootweaver_innovations.corpus import Passage  # noqa: E402
+from rootweaver_innovations.demo import demo_passages  # noqa: E402
+from rootweaver_innovations.multihop import MultiHopRAG  # noqa: E402
+from rootweaver_innovations.retrieval import BM25Retriever  # noqa: E402
+
+QUESTION = "Between Harvey Pekar and Denise Levertov who was born earlier?"
+
+
+class DemoLangChainRetriever(BaseRetriever):
+    """A plain LangChain retriever (BM25 over the demo corpus) standing in for any vector store."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    bm25: BM25Retriever
+    k: int = 4
+
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
+                                k: int | None = None) -> list[Document]:
+        return [
+            Document(page_content=hit.passage.text, id=hit.passage.id,
+                     metadata={"title": hit.passage.title, "sentences": list(hit.passage.sentences)})
+            for hit in self.bm25.search(query, k or self.k)
+        ]
+
+
+@functools.cache
+def _demo_bm25() -> BM25Retriever:
+    return BM25Retriever(demo_passages())
+
+
+@pytest.fixture(scope="module")
+def bm25():
+    return _demo_bm25()
+
+
+def test_any_langchain_retriever_can_be_the_hop_retriever(bm25, golden_questions):
+    hop = LangChainHopRetriever(DemoLangChainRetriever(bm25=bm25), k_kwarg="k")
+    for q in [g.question for g in golden_questions[:6]]:
+        via_langchain = MultiHopRAG(hop).multi_hop_search(q)
+        direct = MultiHopRAG(bm25).multi_hop_search(q)
+        assert via_langchain.trajectory() == direct.trajectory()
+        assert via_langchain.full_context == direct.full_context
+    hits = hop.search(QUESTION, 2)
+    assert [h.rank for h in hits] == [0, 1] and hits[0].score == 1.0 and hits[1].score == 0.5
+    with pytest.raises(ValueError, match="k must be"):
+        hop.search(QUESTION, 0)
+
+
+def test_document_to_passage_ids_titles_and_sentences():
+    p = document_to_passage(Document(page_content="One. Two here.", metadata={"source": "wiki/X"}))
+    assert p.title == "wiki/X" and p.sentences == ("One.", "Two here.") and p.id.startswith("lc:")
+    assert p.id == document_to_passage(Document(page_content="One. Two here.")).id  # content-stable
+    assert document_to_passage(Document(page_content="x", id="d1")).id == "d1"
+    assert document_to_passage(Document(page_content="x", metadata={"id": "m1"})) == Passage("m1", "", ("x",))
+
+
+def test_compressor_keeps_verbatim_sentences_within_the_budget(bm25):
+    docs = DemoLangChainRetriever(bm25=bm25, k=6).invoke(QUESTION)
+    all_lines = {
+        format_fact(d.metadata["title"], s): (d.id, i) for d in docs for i, s in enumerate(d.metadata["sentences"])
+    }
+    for budget in (1, 80, 300, 700, 100_000):
+        out = LineCompactorCompressor(max_chars=budget).compress_documents(docs, QUESTION)
+        lines = [format_fact(d.metadata["title"], d.metadata["sentences"][i]) for d in out
+                 for i in d.metadata["kept_sentences"]]
+        assert all(line in all_lines for line in lines)
+        assert len("\n".join(lines)) <= budget
+        assert sum(len(d.page_content) for d in out) <= budget
+        assert [d.id for d in out] == [d.id for d in docs if d.id in {o.id for o in out}]  # input order
+        for d in out:
+            src = next(x for x in docs if x.id == d.id)
+            assert d.metadata["title"] == src.metadata["title"]
+            assert d.metadata["dropped_sentences"] == len(src.metadata["sentences"]) - len(d.metadata["kept_sentences"])
+    everything = LineCompactorCompressor(max_chars=100_000).compress_documents(docs, QUESTION)
+    assert len(everything) == len(docs) and all(d.metadata["dropped_sentences"] == 0 for d in everything)
+    assert LineCompactorCompressor().compress_documents([], QUESTION) == []
+    with pytest.raises(ValueError):
+        LineCompactorCompressor(max_chars=0)
+
+
+# The README's LangChain example, run as a test (keep the two in sync).
+README_EXAMPLE = '''
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnableLambda, RunnablePassthrough
+
+from rootweaver_capabilities.langchain_adapters import LineCompactorCompressor, MultiHopRetriever
+from rootweaver_innovations.demo import demo_passages
+from rootweaver_innovations.multihop import MultiHopRAG
+from rootweaver_innovations.retrieval import BM25Retriever
+
+retriever = MultiHopRetriever(rag=MultiHopRAG(BM25Retriever(demo_passages())), k=20)
+compressor = LineCompactorCompressor(max_chars=600)
+
+def compress(inputs):
+    docs = compressor.compress_documents(inputs["docs"], inputs["question"])
+    return {"question": inputs["question"],
+            "context": "\\n".join(f"{d.metadata['title']} | {d.page_content}" for d in docs)}
+
+prompt = ChatPromptTemplate.from_messages([
+    ("system", "Answer from the context only.\\n\\nContext:\\n{context}"),
+    ("human", "{question}"),
+])
+llm = FakeListChatModel(responses=["Harvey Pekar"])  # any chat model: ChatOpenAI(base_url=...) etc.
+chain = (
+    {"docs": retriever, "question": RunnablePassthrough()}
+    | RunnableLambda(compress)
+    | prompt
+    | llm
+    | StrOutputParser()
+)
+answer = chain.invoke("Between Harvey Pekar and Denise Levertov who was born earlier?")
+'''
+
+
+def test_readme_retrieval_chain_with_our_compressor_runs():
+    namespace: dict = {}
+    exec(compile(README_EXAMPLE, "README.md (LangChain example)", "exec"), namespace)  # noqa: S102
+    assert namespace["answer"] == "Harvey Pekar"
+    question = "Between Harvey Pekar and Denise Levertov who was born earlier?"
+    docs = namespace["retriever"].invoke(question)
+    step = namespace["compress"]({"docs": docs, "question": question})
+    assert 0 < len(step["context"]) <= 600
+    assert "Harvey Pekar" in step["context"] or "Levertov" in step["context"]
+    prompt_value = namespace["prompt"].invoke(step)
+    assert step["context"] in prompt_value.to_string()
+
+
+def test_multihop_retriever_documents_carry_their_source(bm25):
+    rag = MultiHopRAG(bm25)
+    docs = MultiHopRetriever(rag=rag, k=50).invoke(QUESTION)
+    result = rag.multi_hop_search(QUESTION)
+    assert len(docs) == min(50, len(result.facts))
+    by_id = {p.id: p for p in demo_passages()}
+    for d in docs:
+        m = d.metadata
+        assert m["source"] == m["id"] and d.page_content == by_id[m["id"]].sentences[m["sentence_index"]]
+        assert m["title"] == by_id[m["id"]].title
+        assert m["sub_query"] == result.hops[m["hop"]].sub_query
+    compacting = MultiHopRAG(bm25, compaction_enabled=True, compaction_max_chars=300)
+    small = MultiHopRetriever(rag=compacting, k=50).invoke(QUESTION)
+    synth = compacting.multi_hop_search(QUESTION).synth_context
+    assert 0 < len(small) < len(docs) and all(d.page_content in synth for d in small)
+    with pytest.raises(ValueError):
+        MultiHopRetriever(rag="not a rag")
+
+
+class TestMultiHopRetrieverStandard(RetrieversIntegrationTests):
+    """langchain-tests' own retriever suite against MultiHopRetriever."""
+
+    # The suite's one async test needs pytest-asyncio (strict mode): mark the class, and
+    # silence the notice that its sync tests carry the mark too.
+    pytestmark = [
+        pytest.mark.asyncio,
+        pytest.mark.filterwarnings("ignore:The test <Function .* is marked with '@pytest.mark.asyncio'"),
+    ]
+
+    @property
+    def retriever_constructor(self) -> type[MultiHopRetriever]:
+        return MultiHopRetriever
+
+    @property
+    def retriever_constructor_params(self) -> dict:
+        return {"rag": MultiHopRAG(_demo_bm25())}
+
+    @property
+    def retriever_query_example(self) -> str:
+        return QUESTION
