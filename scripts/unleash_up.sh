@@ -12,8 +12,10 @@
 #   postgres.started present when this script started the PostgreSQL cluster
 #   unleash.log      server log
 #   env              `source` it: UNLEASH_URL, UNLEASH_ADMIN_URL, UNLEASH_ADMIN_TOKEN,
-#                    UNLEASH_API_TOKEN (fresh random tokens each start; the database is
-#                    recreated each start so the tokens always match)
+#                    UNLEASH_API_TOKEN, UNLEASH_STATE_DIR (fresh random tokens each start;
+#                    the database is recreated each start so the tokens always match)
+#   server.env       the RW_* database settings server.js reads (lets a test start a
+#                    second instance on the same database, e.g. to kill it mid-run)
 #
 # The flags eip.capabilities.retrieval.multi_hop.enabled and
 # eip.capabilities.retrieval.multi_hop.compaction are created through the admin API
@@ -71,7 +73,7 @@ if [[ -z "$(psql_admin -c "SELECT 1 FROM pg_roles WHERE rolname='$DB_USER'")" ]]
 else
   psql_admin -c "ALTER ROLE $DB_USER LOGIN PASSWORD '$DB_PASSWORD'"
 fi
-psql_admin -c "DROP DATABASE IF EXISTS $DB_NAME WITH (FORCE)"
+psql_admin -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $DB_NAME WITH (FORCE)"
 psql_admin -c "CREATE DATABASE $DB_NAME OWNER $DB_USER"
 
 # --- unleash-server -------------------------------------------------------------------
@@ -103,12 +105,19 @@ EOF
 ADMIN_TOKEN="*:*.$(rand)"
 API_TOKEN="default:development.$(rand)"
 (
+  umask 077
+  cat > "$STATE/server.env" <<EOF
+export NODE_PATH='$STATE/node/node_modules'
+export RW_PG_PORT='$PG_PORT' RW_DB_USER='$DB_USER' RW_DB_PASSWORD='$DB_PASSWORD' RW_DB_NAME='$DB_NAME'
+export LOG_LEVEL=warn
+EOF
+)
+(
   cd "$STATE"
-  export NODE_PATH="$STATE/node/node_modules"
-  export RW_PG_PORT="$PG_PORT" RW_DB_USER="$DB_USER" RW_DB_PASSWORD="$DB_PASSWORD" \
-         RW_DB_NAME="$DB_NAME" RW_PORT="$PORT"
+  # shellcheck disable=SC1091
+  source "$STATE/server.env"
+  export RW_PORT="$PORT"
   export INIT_ADMIN_API_TOKENS="$ADMIN_TOKEN" INIT_BACKEND_API_TOKENS="$API_TOKEN"
-  export LOG_LEVEL=warn
   nohup node "$STATE/server.js" >"$STATE/unleash.log" 2>&1 </dev/null &
   echo $! > "$STATE/unleash.pid"
 )
@@ -133,6 +142,7 @@ export UNLEASH_URL='http://$HOST:$PORT/api'
 export UNLEASH_ADMIN_URL='http://$HOST:$PORT/api/admin'
 export UNLEASH_ADMIN_TOKEN='$ADMIN_TOKEN'
 export UNLEASH_API_TOKEN='$API_TOKEN'
+export UNLEASH_STATE_DIR='$STATE'
 EOF
 
 for flag in eip.capabilities.retrieval.multi_hop.enabled eip.capabilities.retrieval.multi_hop.compaction; do
