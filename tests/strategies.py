@@ -1,0 +1,86 @@
+"""Hypothesis strategies shared by the unit tests (one place, as attrs does).
+
+Instances are small on purpose: property tests run 1000+ examples in seconds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from rootweaver_innovations.packing import Budget, Candidate
+
+WORDS = (
+    "alpha", "beta", "gamma", "delta", "river", "born", "film", "director", "Paris",
+    "1923", "the", "and", "x", "capital", "city", "song",
+)
+DOCS = ("A", "B", "C", "D")
+
+words = st.lists(st.sampled_from(WORDS), min_size=1, max_size=8).map(" ".join)
+queries = st.lists(st.sampled_from(WORDS), max_size=5).map(" ".join)
+relevances = st.integers(min_value=0, max_value=8).map(lambda k: k / 4)
+
+
+@st.composite
+def candidate_lists(draw, min_size: int = 0, max_size: int = 8, *, versions: bool = False):
+    """Candidates with unique ids ``c0..``, small vocabulary (text repeats happen), few docs.
+
+    With ``versions`` some candidates carry a version label ``v1``/``v2`` of their doc.
+    """
+    n = draw(st.integers(min_value=min_size, max_value=max_size))
+    out = []
+    for i in range(n):
+        version = draw(st.sampled_from((None, None, "v1", "v2"))) if versions else None
+        out.append(Candidate(f"c{i}", draw(st.sampled_from(DOCS)), draw(words), i, draw(relevances), version))
+    return out
+
+
+def char_budgets(max_limit: int = 120):
+    return st.integers(min_value=1, max_value=max_limit).map(Budget.chars)
+
+
+def token_budgets(max_limit: int = 30):
+    """Token budgets counted by the default (Qwen2.5) tokenizer."""
+    return st.integers(min_value=1, max_value=max_limit).map(Budget.tokens)
+
+
+budgets = st.one_of(char_budgets(), token_budgets())
+
+
+@st.composite
+def objective_inputs(draw, min_n: int = 1, max_n: int = 8):
+    """Arrays for :class:`SubmodularObjective`: ``(relevance, incidence, similarity, doc_index)``.
+
+    Values come from coarse grids so ties (equal gains, equal ratios) are common.
+    """
+    n = draw(st.integers(min_value=min_n, max_value=max_n))
+    t = draw(st.integers(min_value=0, max_value=4))
+    rel = np.array(draw(st.lists(relevances, min_size=n, max_size=n)), dtype=np.float64)
+    inc = np.array(draw(st.lists(st.booleans(), min_size=n * t, max_size=n * t)), dtype=bool).reshape(n, t)
+    pairs = n * (n - 1) // 2
+    upper = draw(st.lists(st.integers(min_value=0, max_value=4), min_size=pairs, max_size=pairs))
+    sim = np.eye(n)
+    rows, cols = np.triu_indices(n, 1)
+    sim[rows, cols] = sim[cols, rows] = np.array(upper, dtype=np.float64) / 4
+    docs = np.array(draw(st.lists(st.integers(min_value=0, max_value=2), min_size=n, max_size=n)), dtype=np.int64)
+    return rel, inc, sim, docs
+
+
+@st.composite
+def nested_sets(draw, n: int):
+    """``(A, B, x)`` with A a subset of B and x outside B, as index lists over ``range(n)`` (n >= 1)."""
+    x = draw(st.integers(min_value=0, max_value=n - 1))
+    rest = [i for i in range(n) if i != x]
+    b = draw(st.lists(st.sampled_from(rest), unique=True)) if rest else []
+    a = [i for i in b if draw(st.booleans())]
+    return a, b, x
+
+
+@st.composite
+def contexts(draw, max_lines: int = 30):
+    """Trajectory-like contexts: hop headers, fact lines, blank lines and free text."""
+    fact = st.builds(lambda d, w: f"{d} | {w}", st.sampled_from(DOCS), words)
+    header = words.map(lambda w: f"From query: {w}")
+    free = st.text(max_size=30).filter(lambda s: "\n" not in s)
+    line = st.one_of(fact, fact, fact, header, st.just(""), free)
+    return "\n".join(draw(st.lists(line, max_size=max_lines)))
