@@ -116,6 +116,9 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--max-hops", type=_positive_int, default=5)
     ask.add_argument("--json", action="store_true", help="print one JSON object")
     ask.set_defaults(func=_cmd_ask)
+    from evals.commands import add_eval_parsers
+
+    add_eval_parsers(sub)
     return p
 
 

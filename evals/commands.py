@@ -1,0 +1,142 @@
+"""``rootweaver eval ...`` subcommands: parse, run, write JSON + Markdown + PNG, set exit code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rootweaver_innovations.corpus import load_corpus_jsonl, load_qa_rows
+from rootweaver_innovations.demo import DEMO_CORPUS, GOLDEN_QUESTIONS, demo_passages, load_questions
+
+from .report import provenance, write_json, write_text
+
+__all__ = ["add_eval_parsers"]
+
+OUT = Path("out")
+
+
+def _csv_ints(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) <= 0:
+        raise argparse.ArgumentTypeError(f"budgets must be positive integers, got {text!r}")
+    return values
+
+
+def _csv(text: str) -> list[str]:
+    return [v.strip() for v in text.split(",") if v.strip()]
+
+
+def _finish(name: str, args: argparse.Namespace, rep: dict, md: str, plot=None) -> Path:
+    out = Path(args.out or OUT / name)
+    write_json(out / "report.json", rep)
+    write_text(out / "summary.md", md)
+    if plot is not None:
+        try:
+            plot(rep, out / "plot.png")
+        except ImportError:
+            print("(matplotlib not installed: pip install 'rootweaver[eval]' for plots)", file=sys.stderr)
+    print(md)
+    print(f"report: {out}/report.json, {out}/summary.md" + (f", {out}/plot.png" if plot else ""))
+    return out
+
+
+def _cmd_trajectory(args: argparse.Namespace) -> int:
+    from .render import plot_trajectory, trajectory_markdown
+    from .trajectory import GOLDEN_FILE, run_trajectory_eval
+
+    questions = load_questions(args.questions)
+    passages = load_corpus_jsonl(args.corpus)
+    bundled = args.questions == GOLDEN_QUESTIONS and args.corpus == DEMO_CORPUS
+    golden = json.loads(GOLDEN_FILE.read_text()) if bundled and GOLDEN_FILE.is_file() and not args.regenerate else None
+    rep = run_trajectory_eval(questions, passages, budgets=args.budgets, golden=golden, show_progress=not args.quiet)
+    if args.regenerate:
+        write_json(GOLDEN_FILE, rep["expectations"])
+        print(f"pinned {len(questions)} trajectories in {GOLDEN_FILE}")
+    rep["provenance"] = provenance(["rootweaver", *sys.argv[1:]], [args.questions, args.corpus])
+    _finish("trajectory", args, rep, trajectory_markdown(rep, rep["provenance"]), plot_trajectory)
+    return 0 if rep["passed"] else 1
+
+
+def _rows(args: argparse.Namespace):
+    from .pace import DATASETS, DEFAULT_DATA_ROOT
+
+    path = Path(args.data) if args.data else DEFAULT_DATA_ROOT / DATASETS[args.dataset]
+    return path, load_qa_rows(path, args.limit)
+
+
+def _cmd_packing(args: argparse.Namespace) -> int:
+    from .packing import run_packing_eval
+    from .render import packing_markdown, plot_packing
+
+    path, rows = _rows(args)
+    rep = run_packing_eval(
+        rows, retrievers=args.retrievers, policies=args.policies, budgets=args.budgets, open_pool=args.open_pool,
+        similarity=args.similarity, reference=args.reference, n_resamples=args.resamples, seed=args.seed,
+        show_progress=not args.quiet,
+    )
+    rep["provenance"] = provenance(["rootweaver", *sys.argv[1:]], [path], {"bootstrap": args.seed})
+    _finish(args.name or f"packing-{args.dataset}{'-open' if args.open_pool else ''}", args, rep,
+            packing_markdown(rep, rep["provenance"]), plot_packing)
+    return 0
+
+
+def _cmd_e2e(args: argparse.Namespace) -> int:
+    from .multihop_e2e import run_multihop_eval
+    from .render import e2e_markdown
+
+    path, rows = _rows(args)
+    rep = run_multihop_eval(rows, budgets=args.budgets, show_progress=not args.quiet)
+    rep["provenance"] = provenance(["rootweaver", *sys.argv[1:]], [path])
+    _finish(args.name or f"e2e-{args.dataset}", args, rep, e2e_markdown(rep, rep["provenance"]))
+    return 0 if rep["trajectories_identical_across_settings"] else 1
+
+
+def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
+    """Register ``eval`` and its subcommands on the top-level parser's subparsers."""
+    from .packing import BUDGETS, POLICY_ORDER
+    from .pace import DATASETS
+
+    ev = sub.add_parser("eval", help="offline evaluations (reports under ./out/ by default)")
+    esub = ev.add_subparsers(dest="eval", required=True, parser_class=type(ev))
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--out", type=Path, help="report folder (default ./out/<eval>)")
+        p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    t = esub.add_parser("trajectory", help="golden questions: trajectory identical on vs off, budget, WIN")
+    t.add_argument("--questions", type=Path, default=GOLDEN_QUESTIONS)
+    t.add_argument("--corpus", type=Path, default=DEMO_CORPUS)
+    t.add_argument("--budgets", type=_csv_ints, default=[500, 1000, 2000, 4000])
+    t.add_argument("--regenerate", action="store_true", help="re-pin the golden trajectories file")
+    common(t)
+    t.set_defaults(func=_cmd_trajectory)
+
+    def data(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--dataset", choices=sorted(DATASETS), default="hotpotqa")
+        p.add_argument("--data", type=Path, help="any file in one of the three layouts (overrides --dataset)")
+        p.add_argument("--limit", type=int, help="first N rows only")
+        p.add_argument("--name", help="report folder name under ./out")
+
+    pk = esub.add_parser("packing", help="packing factorial: policies x token budgets x retrievers")
+    data(pk)
+    pk.add_argument("--retrievers", type=_csv, default=["bm25"], help="comma list of bm25,dense,hybrid")
+    pk.add_argument("--policies", type=_csv, default=list(POLICY_ORDER))
+    pk.add_argument("--budgets", type=_csv_ints, default=list(BUDGETS))
+    pk.add_argument("--open-pool", action="store_true", help="retrieve from all paragraphs of the file")
+    pk.add_argument("--similarity", choices=("tfidf", "dense"), default="tfidf")
+    pk.add_argument("--reference", default="submodular", help="policy compared against each other with CIs")
+    pk.add_argument("--resamples", type=int, default=10_000)
+    pk.add_argument("--seed", type=int, default=0)
+    common(pk)
+    pk.set_defaults(func=_cmd_packing)
+
+    e = esub.add_parser("e2e", help="MultiHopRAG on the open pool: all-gold retrieval and synth-context survival")
+    data(e)
+    e.add_argument("--budgets", type=_csv_ints, default=[500, 1000, 2000])
+    common(e)
+    e.set_defaults(func=_cmd_e2e)

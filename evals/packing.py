@@ -1,0 +1,219 @@
+"""The packing factorial: which evidence survives into a token-budgeted reader context.
+
+For each question, a retriever picks the top-5 paragraphs (from the question's own
+paragraphs, the *distractor* setting, or from every paragraph of the data file, the
+*open pool*); every sentence of those paragraphs becomes a candidate with one shared
+lexical BM25 relevance; each policy packs the same candidates at each token budget
+(Qwen2.5 tokenizer). Metrics per policy and budget: answer-in-context (over questions
+whose answer is not yes/no), gold-doc reader coverage, all-gold-in-reader, gold-token
+density, tokens used; paired bootstrap CIs for a chosen policy against every other.
+Gold labels are used only to score packets, never to build or rank candidates.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+from rank_bm25 import BM25Okapi
+
+from rootweaver_innovations.compaction import compact_lines
+from rootweaver_innovations.corpus import Passage, QARow
+from rootweaver_innovations.diagnostics import (
+    all_gold_at_k,
+    all_gold_in_reader,
+    answer_in_context,
+    gold_doc_coverage,
+    gold_token_density,
+    paired_bootstrap_ci,
+    recall_at_k,
+)
+from rootweaver_innovations.packing import Budget, Candidate, dense_similarity, pack, default_token_counter
+from rootweaver_innovations.retrieval import BM25Retriever, DenseRetriever, HybridRetriever, bm25_tokenize
+
+from .pace import DEFAULT_CACHE, build_open_pool, cached_embeddings
+from .report import progress
+
+__all__ = ["BUDGETS", "POLICY_ORDER", "RETRIEVERS", "run_packing_eval"]
+
+BUDGETS = (96, 128, 160, 224)
+RETRIEVERS = ("bm25", "dense", "hybrid")
+POLICY_ORDER = ("naive", "focused", "mmr", "submodular", "line")
+TOP_K = 5
+METRICS = ("aic", "coverage", "all_gold", "density", "tokens")
+
+
+@dataclass(frozen=True, slots=True)
+class _Question:
+    row: QARow
+    gold_ids: frozenset[str]
+    retrieved: tuple[Passage, ...]
+
+
+def sentence_candidates(question: str, passages: Sequence[Passage]) -> list[Candidate]:
+    """One candidate per sentence of ``passages`` (retrieval order), BM25 relevance vs ``question``.
+
+    Relevance: rank-bm25 Okapi over the candidates' ``title + sentence`` tokens, clipped at 0.
+    ``doc_id`` is the passage id; ``position`` follows retrieval rank then sentence order.
+    """
+    items = [(p, j, s) for p in passages for j, s in enumerate(p.sentences) if s.strip()]
+    if not items:
+        return []
+    docs = [bm25_tokenize(f"{p.title} {s}") or ["<empty>"] for p, _, s in items]
+    scores = np.clip(BM25Okapi(docs).get_scores(bm25_tokenize(question)), 0.0, None)
+    return [
+        Candidate(id=f"{p.id}#{j}", doc_id=p.id, text=s.strip(), position=k, relevance=float(scores[k]))
+        for k, (p, j, s) in enumerate(items)
+    ]
+
+
+def _line_packet(cands: Sequence[Candidate], question: str, budget: Budget) -> list[Candidate]:
+    """The line compactor under a token budget: the largest char budget whose output fits."""
+    context = "\n".join(c.text for c in cands)
+    by_text = {c.text: c for c in cands}
+    lo, hi, best = 1, max(1, len(context)), ""
+    while lo <= hi:  # output tokens grow with max_chars, so binary search the largest fit
+        mid = (lo + hi) // 2
+        text = compact_lines(context, max_chars=mid, question=question).text
+        if budget.measure(text) <= budget.limit:
+            best, lo = text, mid + 1
+        else:
+            hi = mid - 1
+    return [by_text[line] for line in best.split("\n") if line in by_text]
+
+
+def _make_retriever(name: str, passages: Sequence[Passage], embed: Callable | None):
+    if name == "bm25":
+        return BM25Retriever(passages)
+    dense = DenseRetriever(passages, embed.embedder, embed.passages(passages))
+    return dense if name == "dense" else HybridRetriever([BM25Retriever(passages), dense])
+
+
+class _Embeddings:
+    """Paragraph and sentence embeddings, computed once per text set and cached on disk."""
+
+    def __init__(self, cache_dir: Path):
+        from rootweaver_innovations.embeddings import MiniLMEmbedder
+
+        self.embedder = MiniLMEmbedder()
+        self.cache_dir = cache_dir
+        self._table: dict[str, np.ndarray] = {}
+
+    def preload(self, texts: Sequence[str]) -> None:
+        new = [t for t in dict.fromkeys(texts) if t not in self._table]
+        if new:
+            self._table.update(zip(new, cached_embeddings(new, self.embedder, self.cache_dir)))
+
+    def passages(self, passages: Sequence[Passage]) -> np.ndarray:
+        texts = [f"{p.title} {p.text}" for p in passages]
+        self.preload(texts)
+        return np.stack([self._table[t] for t in texts])
+
+    def sentences(self, texts: Sequence[str]) -> np.ndarray:
+        self.preload(texts)
+        return np.stack([self._table[t] for t in texts])
+
+
+def _summarise(values: dict[str, list[float]]) -> dict[str, float]:
+    return {m: float(np.mean(v)) if v else float("nan") for m, v in values.items()}
+
+
+def run_packing_eval(
+    rows: Sequence[QARow],
+    *,
+    retrievers: Sequence[str] = ("bm25",),
+    policies: Sequence[str] = POLICY_ORDER,
+    budgets: Sequence[int] = BUDGETS,
+    open_pool: bool = False,
+    similarity: str = "tfidf",
+    reference: str = "submodular",
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    cache_dir: Path = DEFAULT_CACHE,
+    show_progress: bool = True,
+) -> dict:
+    """Run the factorial on ``rows`` and return a JSON-ready report.
+
+    ``similarity`` is ``"tfidf"`` or ``"dense"`` (MiniLM sentence embeddings) for the
+    policies that use one. ``reference`` is the policy compared against every other with
+    paired bootstrap CIs (``n_resamples``, ``seed``). Unknown names raise ``ValueError``.
+    """
+    for name in retrievers:
+        if name not in RETRIEVERS:
+            raise ValueError(f"unknown retriever {name!r}; choose from {list(RETRIEVERS)}")
+    if similarity not in ("tfidf", "dense"):
+        raise ValueError(f"similarity must be 'tfidf' or 'dense', got {similarity!r}")
+    if reference not in policies:
+        raise ValueError(f"reference policy {reference!r} is not among the policies {list(policies)}")
+    counter = default_token_counter()
+    need_dense = similarity == "dense" or any(r != "bm25" for r in retrievers)
+    embed = _Embeddings(cache_dir) if need_dense else None
+    t0 = time.perf_counter()
+    report: dict = {"n_questions": len(rows), "open_pool": open_pool, "similarity": similarity,
+                    "budgets": list(budgets), "policies": list(policies), "seed": seed,
+                    "n_resamples": n_resamples, "reference": reference, "retrievers": {}}
+    pool = build_open_pool(rows) if open_pool else None
+    for rname in retrievers:
+        if pool is not None:
+            retriever = _make_retriever(rname, pool.passages, embed)
+        per_q: list[_Question] = []
+        rec, allg = [], []
+        for i, row in enumerate(progress(rows, f"retrieve[{rname}]", show_progress)):
+            if pool is None:
+                own = build_open_pool([row])
+                hits = _make_retriever(rname, own.passages, embed).search(row.question, TOP_K)
+                gold = own.gold[0]
+            else:
+                hits = retriever.search(row.question, TOP_K)
+                gold = pool.gold[i]
+            ranked = [h.passage.id for h in hits]
+            rec.append(recall_at_k(ranked, gold, TOP_K))
+            allg.append(float(all_gold_at_k(ranked, gold, TOP_K)))
+            per_q.append(_Question(row, gold, tuple(h.passage for h in hits)))
+        cells: dict[str, dict[int, dict[str, list[float]]]] = {
+            p: {b: {m: [] for m in METRICS} for b in budgets} for p in policies
+        }
+        ceiling: list[float] = []
+        for q in progress(per_q, f"pack[{rname}]", show_progress):
+            cands = sentence_candidates(q.row.question, q.retrieved)
+            yes_no = q.row.answer.strip().lower() in ("yes", "no")
+            if not yes_no:
+                ceiling.append(float(answer_in_context(q.row.answer, "\n".join(c.text for c in cands))))
+            sim = dense_similarity(embed.sentences([c.text for c in cands])) if similarity == "dense" and cands else None
+            for b in budgets:
+                budget = Budget.tokens(b, counter)
+                for policy in policies:
+                    if not cands:
+                        kept, text = [], ""
+                    elif policy == "line":
+                        kept = _line_packet(cands, q.row.question, budget)
+                        text = "\n".join(c.text for c in kept)
+                    else:
+                        res = pack(policy, cands, q.row.question, budget, similarity=sim)
+                        kept, text = [p.candidate for p in res.packet], res.text
+                    cell = cells[policy][b]
+                    docs = {c.doc_id for c in kept}
+                    if not yes_no:
+                        cell["aic"].append(float(answer_in_context(q.row.answer, text)))
+                    cell["coverage"].append(gold_doc_coverage(docs, q.gold_ids) if q.gold_ids else 0.0)
+                    cell["all_gold"].append(float(all_gold_in_reader(docs, q.gold_ids)) if q.gold_ids else 0.0)
+                    cell["density"].append(gold_token_density([(c.doc_id, c.text) for c in kept], q.gold_ids))
+                    cell["tokens"].append(float(counter.count(text)) if text else 0.0)
+        table = {p: {str(b): _summarise(cells[p][b]) for b in budgets} for p in policies}
+        cis = {
+            p: {str(b): {m: asdict(paired_bootstrap_ci(cells[reference][b][m], cells[p][b][m],
+                                                       n_resamples=n_resamples, seed=seed))
+                         for m in ("aic", "all_gold")}
+                for b in budgets}
+            for p in policies if p != reference
+        }
+        report["retrievers"][rname] = {
+            "recall@5": float(np.mean(rec)), "all_gold@5": float(np.mean(allg)),
+            "aic_ceiling": float(np.mean(ceiling)) if ceiling else float("nan"),
+            "n_aic": len(ceiling), "table": table, "ci_vs_reference": cis,
+        }
+    report["seconds"] = round(time.perf_counter() - t0, 1)
+    return report

@@ -1,0 +1,125 @@
+"""Markdown summaries and PNG plots of eval reports (matplotlib, extra ``eval``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["e2e_markdown", "packing_markdown", "plot_packing", "plot_trajectory", "trajectory_markdown"]
+
+
+def _head(title: str, prov: dict) -> list[str]:
+    return [
+        f"# {title}", "",
+        f"- command: `{prov['command']}`",
+        f"- data: {', '.join(prov['data']) or 'bundled'}",
+        f"- seeds: {prov['seeds'] or 'none (deterministic)'}",
+        f"- date: {prov['date']} ({prov['machine']}, Python {prov['python']})", "",
+    ]
+
+
+def trajectory_markdown(rep: dict, prov: dict) -> str:
+    out = _head("Trajectory equivalence: compaction on vs off", prov)
+    out += [f"{rep['n_questions']} questions; hop counts {rep['hop_count_distribution']}; "
+            f"median full context {rep['median_full_context_chars']:.0f} chars.", "",
+            "| strategy | budget | NO-BEHAVIOUR-CHANGE | BUDGET | median chars off -> on | WIN (median cut) |",
+            "|---|---|---|---|---|---|"]
+    for r in rep["rows"]:
+        out.append(f"| {r['strategy']} | {r['budget']} | {r['no_behaviour_change']}/{r['n']} | "
+                   f"{r['within_budget']}/{r['n']} | {r['median_chars_off']:.0f} -> {r['median_chars_on']:.0f} | "
+                   f"{r['median_cut_pct']:.1f}% |")
+    golden = "not checked" if not rep["golden_checked"] else ("PASS" if rep["golden_ok"] else "FAIL")
+    out += ["", f"GOLDEN (pinned off-trajectories): {golden}", f"Overall: {'PASS' if rep['passed'] else 'FAIL'}"]
+    out += [f"- {f}" for f in rep["failures"][:50]]
+    return "\n".join(out) + "\n"
+
+
+def packing_markdown(rep: dict, prov: dict) -> str:
+    setting = "open pool" if rep["open_pool"] else "distractor (own paragraphs)"
+    out = _head(f"Packing factorial ({setting}, similarity {rep['similarity']})", prov)
+    ref = rep["reference"]
+    for rname, r in rep["retrievers"].items():
+        out += [f"## Retriever: {rname}", "",
+                f"recall@5 {r['recall@5']:.3f}, all-gold@5 {r['all_gold@5']:.3f}; answer-in-context ceiling "
+                f"(all top-5 sentences, no budget) {r['aic_ceiling']:.3f} over {r['n_aic']} non-yes/no questions.", "",
+                "| policy | budget | answer-in-context | gold-doc coverage | all-gold-in-reader | gold-token density | tokens |",
+                "|---|---|---|---|---|---|---|"]
+        for b in rep["budgets"]:
+            for p in rep["policies"]:
+                c = r["table"][p][str(b)]
+                out.append(f"| {p} | {b} | {c['aic']:.3f} | {c['coverage']:.3f} | {c['all_gold']:.3f} | "
+                           f"{c['density']:.3f} | {c['tokens']:.1f} |")
+        out += ["", f"Paired bootstrap 95% CI, {ref} minus each policy ({rep['n_resamples']} resamples, "
+                f"seed {rep['seed']}):", "", "| vs | budget | d answer-in-context [CI] | d all-gold [CI] |",
+                "|---|---|---|---|"]
+        for p, per_b in r["ci_vs_reference"].items():
+            for b, m in per_b.items():
+                a, g = m["aic"], m["all_gold"]
+                out.append(f"| {p} | {b} | {a['mean_diff']:+.3f} [{a['low']:+.3f}, {a['high']:+.3f}] | "
+                           f"{g['mean_diff']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}] |")
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def e2e_markdown(rep: dict, prov: dict) -> str:
+    out = _head("MultiHopRAG end to end on the open pool", prov)
+    ag = rep["all_gold"]
+    out += [f"{rep['n_questions']} questions over a pool of {rep['pool_passages']} paragraphs; "
+            f"{rep['passages_per_hop']} passages per hop; hop counts {rep['hop_count_distribution']}; "
+            f"trajectories identical across settings: {rep['trajectories_identical_across_settings']}.", "",
+            "| retrieval | passages | all gold retrieved |", "|---|---|---|",
+            f"| MultiHopRAG loop | {rep['mean_passages_loop']:.2f} (mean) | {ag['loop']:.3f} |",
+            f"| single-shot BM25, same number as the loop | {rep['mean_passages_loop']:.2f} (mean) | {ag['single_same_n']:.3f} |",
+            f"| single-shot BM25 top-5 | 5 | {ag['single_5']:.3f} |",
+            f"| single-shot BM25 top-10 | 10 | {ag['single_10']:.3f} |",
+            f"| naive two-hop 5 + 5 | 10 | {ag['two_hop_5_5']:.3f} |", "",
+            f"Synth context (answer-in-context over {rep['n_answer_in_context']} non-yes/no questions):", "",
+            "| strategy | budget (chars) | answer-in-context | gold coverage | median chars | max chars |",
+            "|---|---|---|---|---|---|"]
+    for c in rep["context"]:
+        out.append(f"| {c['strategy']} | {c['budget'] or '-'} | {c['answer_in_context']:.3f} | "
+                   f"{c['gold_coverage']:.3f} | {c['median_chars']:.0f} | {c['max_chars_seen']} |")
+    return "\n".join(out) + "\n"
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_packing(rep: dict, path: Path) -> Path:
+    """Answer-in-context vs budget, one line per policy, one panel per retriever."""
+    plt = _plt()
+    names = list(rep["retrievers"])
+    fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 4), squeeze=False)
+    for ax, rname in zip(axes[0], names):
+        table = rep["retrievers"][rname]["table"]
+        for p in rep["policies"]:
+            ax.plot(rep["budgets"], [table[p][str(b)]["aic"] for b in rep["budgets"]], marker="o", label=p)
+        ax.axhline(rep["retrievers"][rname]["aic_ceiling"], color="grey", ls=":", label="no-budget ceiling")
+        ax.set(title=f"{rname}", xlabel="budget (Qwen2.5 tokens)", ylabel="answer-in-context")
+        ax.grid(alpha=0.3)
+    axes[0][-1].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_trajectory(rep: dict, path: Path) -> Path:
+    """Synth-context size distributions: off vs each strategy at each budget."""
+    plt = _plt()
+    data = [rep["sizes_off"]] + [r["sizes_on"] for r in rep["rows"]]
+    labels = ["off"] + [f"{r['strategy']}\n{r['budget']}" for r in rep["rows"]]
+    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(labels)), 4))
+    ax.boxplot(data, tick_labels=labels)
+    ax.tick_params(axis="x", labelrotation=30, labelsize=8)
+    ax.set(ylabel="synth context chars", title="Synth-context size: compaction off vs on")
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
