@@ -88,7 +88,7 @@ def test_worked_example_keeps_answer_bearing_fact_with_its_header():
     # 110 chars: header 3 + line 4 take 43 + 1 + 58 = 102, so nothing else fits beside
     # them (line 5 needs 44 + 1, line 1 with its header 29 + 1 + 56 + 1). TF-IDF relevance
     # to the question: line 4 = 0.70 (the only "born"), line 5 = 0.27, line 1 = 0.20, so
-    # line 4 wins the first pick per char as well, and alone it beats any feasible pair.
+    # line 4 wins the first pick per char as well; no two facts fit together at 110.
     res = COMPACT(ctx, max_chars=110, question="Where was Steven Spielberg born?")
     assert res.text == "From query: where was Steven Spielberg born\nSteven Spielberg | Spielberg was born in Cincinnati, Ohio."
     reasons = {d.position: d.reason for d in res.dropped}
