@@ -156,6 +156,12 @@ def run_packing_eval(
                     "budgets": list(budgets), "policies": list(policies), "seed": seed,
                     "n_resamples": n_resamples, "reference": reference, "retrievers": {}}
     pool = build_open_pool(rows) if open_pool else None
+    if embed is not None:  # one batch (and one cache file) for every text this run embeds
+        all_passages = pool.passages if pool is not None else build_open_pool(rows).passages
+        if any(r != "bm25" for r in retrievers):
+            embed.passages(all_passages)
+        if similarity == "dense":
+            embed.sentences([s.strip() for p in all_passages for s in p.sentences if s.strip()])
     for rname in retrievers:
         if pool is not None:
             retriever = _make_retriever(rname, pool.passages, embed)

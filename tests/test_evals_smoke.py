@@ -1,0 +1,72 @@
+"""CI-sized runs of every eval on real rows, and the trajectory eval's failure path."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evals.multihop_e2e import run_multihop_eval
+from evals.packing import run_packing_eval, sentence_candidates
+from evals.trajectory import GOLDEN_FILE, run_trajectory_eval
+from rootweaver_capabilities.cli import main
+from rootweaver_innovations.compaction import CompactionResult
+from rootweaver_innovations.corpus import load_qa_rows
+
+HOTPOT = "hotpotqa/hotpot_dev_distractor_merged.jsonl"
+
+
+def test_trajectory_eval_passes_and_matches_pinned_golden(demo_passages, golden_questions):
+    golden = json.loads(GOLDEN_FILE.read_text())
+    rep = run_trajectory_eval(golden_questions, demo_passages, budgets=[700], golden=golden, show_progress=False)
+    assert rep["passed"] and rep["golden_ok"], rep["failures"]
+    assert all(r["no_behaviour_change"] == r["within_budget"] == len(golden_questions) for r in rep["rows"])
+    assert all(r["median_cut_pct"] > 50 for r in rep["rows"])
+    assert len(golden["questions"]) >= 50 and golden["_header"].startswith("Pinned")
+
+
+def test_trajectory_eval_reports_a_budget_violation(demo_passages, golden_questions, monkeypatch):
+    """Fault injection: a compactor that ignores its budget must fail BUDGET, not pass."""
+    def greedy_compactor(context, *, max_chars, question, open_terms):
+        return CompactionResult(context, (), (), max_chars, len(context), "bad")
+
+    monkeypatch.setattr("evals.trajectory.make_compactor", lambda name: greedy_compactor)
+    rep = run_trajectory_eval(golden_questions[:3], demo_passages, budgets=[100], strategies=["line"],
+                              show_progress=False)
+    assert not rep["passed"] and any(f.startswith("BUDGET") for f in rep["failures"])
+
+
+def test_trajectory_cli_on_user_files_exit_code(tmp_path, capsys):
+    rc = main(["eval", "trajectory", "--budgets", "600", "--out", str(tmp_path), "--quiet"])
+    assert rc == 0
+    assert (tmp_path / "summary.md").read_text().count("60/60") >= 2
+
+
+def test_sentence_candidates_are_gold_blind(shared_data):
+    row = load_qa_rows(shared_data / HOTPOT, limit=1)[0]
+    cands = sentence_candidates(row.question, row.passages[:3])
+    assert [c.position for c in cands] == list(range(len(cands)))
+    assert all(c.relevance >= 0 for c in cands)
+    assert {c.doc_id for c in cands} == {p.id for p in row.passages[:3]}
+
+
+@pytest.mark.parametrize("open_pool", [False, True])
+def test_packing_eval_smoke(shared_data, open_pool):
+    rows = load_qa_rows(shared_data / HOTPOT, limit=8)
+    rep = run_packing_eval(rows, budgets=[96, 160], open_pool=open_pool, n_resamples=200, show_progress=False)
+    r = rep["retrievers"]["bm25"]
+    assert 0 <= r["all_gold@5"] <= r["recall@5"] <= 1
+    for policy, per_budget in r["table"].items():
+        for budget, cell in per_budget.items():
+            assert cell["tokens"] <= int(budget), (policy, budget)
+            assert 0 <= cell["all_gold"] <= cell["coverage"] <= 1
+    assert set(r["ci_vs_reference"]) == {"naive", "focused", "mmr", "line"}
+
+
+def test_multihop_e2e_smoke(shared_data):
+    rows = load_qa_rows(shared_data / HOTPOT, limit=12)
+    rep = run_multihop_eval(rows, budgets=[800], show_progress=False)
+    assert rep["trajectories_identical_across_settings"]
+    off, *on = rep["context"]
+    assert all(c["max_chars_seen"] <= 800 for c in on)
+    assert all(c["answer_in_context"] <= off["answer_in_context"] + 1e-9 for c in on)
