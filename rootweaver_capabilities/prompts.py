@@ -35,9 +35,11 @@ __all__ = [
     "ask_with_evidence",
     "evidence_messages",
     "gold_line_ids",
+    "judge_messages",
     "number_context",
     "parse_answer_only",
     "parse_evidence_reply",
+    "parse_judge_score",
     "score_ebg",
 ]
 
@@ -251,3 +253,29 @@ def score_ebg(
     ans = answer_in_context(list(gold_answers), prediction)
     evid = bool(gold_ids) and set(gold_ids) <= set(cited_ids)
     return EBGScore(ans, evid, ans and evid)
+
+
+JUDGE_SYSTEM = (
+    "You grade answers to questions. Given the question, the gold answer and a predicted "
+    'answer, reply with only a JSON object {"score": S}: S = 1 when the prediction states '
+    "the gold answer (other wording is fine), 0.5 when it is partly right, 0 otherwise."
+)
+_NUMBER = re.compile(r"(?<![\w.])(0(?:\.\d+)?|1(?:\.0+)?|\.\d+)(?![\w.])")
+
+
+def judge_messages(question: str, gold: str, prediction: str) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": JUDGE_SYSTEM},
+        {"role": "user", "content": f"Question: {question}\nGold answer: {gold}\nPredicted answer: {prediction}\nJSON:"},
+    ]
+
+
+def parse_judge_score(reply: str) -> float | None:
+    """The judge's score in [0, 1]: ``{"score": s}`` first, else the first bare number in
+    [0, 1] in the reply; ``None`` when there is none (an unscored reply, counted as such)."""
+    obj = _first_json_object(reply)
+    if obj is not None and isinstance(obj.get("score"), int | float) and not isinstance(obj["score"], bool):
+        score = float(obj["score"])
+        return score if 0.0 <= score <= 1.0 else None
+    m = _NUMBER.search(reply)
+    return float(m.group(1)) if m else None

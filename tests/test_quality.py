@@ -1,0 +1,50 @@
+"""The quality gate's aggregation and report (pure; the reader run itself is evals/quality.run_quality)."""
+
+from __future__ import annotations
+
+import pytest
+
+from evals.quality import QualityRow, quality_markdown, run_quality, summarise_rows
+
+
+def row(qid: str, config: str, run: int, f1: float) -> QualityRow:
+    return QualityRow(qid, config, run, run, "x", "llm:m:answer", f1, f1, None, 10, True, "")
+
+
+def test_noise_band_and_gate_worked_example():
+    # off:  q1 runs [1, 0], q2 [1, 1] -> run means 1.0, 0.5 -> spread 0.5
+    # line: q1 runs [1, 1], q2 [0, 1] -> run means 0.5, 1.0 -> spread 0.5; band = 0.5
+    # per-question means: line [1, 0.5], off [0.5, 1] -> delta = mean(+0.5, -0.5) = 0 -> PASS
+    rows = [row("q1", "off", 0, 1), row("q1", "off", 1, 0), row("q2", "off", 0, 1), row("q2", "off", 1, 1),
+            row("q1", "line", 0, 1), row("q1", "line", 1, 1), row("q2", "line", 0, 0), row("q2", "line", 1, 1)]
+    rep = summarise_rows(rows, ["off", "line"], ["line"], 2, 2, judged=False, n_resamples=200)
+    assert rep["noise_band"]["f1"] == pytest.approx(0.5)
+    assert rep["configs"]["off"]["f1_runs"] == [1.0, 0.5] and rep["configs"]["line"]["f1"] == pytest.approx(0.75)
+    gate = rep["gates"]["line"]
+    assert gate["f1"]["delta"] == pytest.approx(0.0) and gate["verdict"] == "PASS"
+    rep["settings"] = {"model": "m", "n_questions": 2, "runs": 2, "temperature": 0.7, "seeds": [0, 1], "mode": "answer",
+                       "budget_chars": 100, "max_hops": 5, "passages_per_hop": 2, "judge_model": None, "wall_s": 1.0}
+    rep["trajectory_mismatches"] = 0
+    md = quality_markdown(rep, "rootweaver eval quality")
+    assert "| line | f1 | +0.000 |" in md and "line: **PASS**" in md
+
+
+def test_gate_fails_outside_band_and_is_invalid_when_degraded():
+    # off runs identical (band 0 from off); line drops q1 by 1 in both runs (band 0) -> delta -0.5 -> FAIL
+    rows = [row(q, "off", r, 1) for q in ("q1", "q2") for r in (0, 1)]
+    rows += [row("q1", "line", r, 0) for r in (0, 1)] + [row("q2", "line", r, 1) for r in (0, 1)]
+    rep = summarise_rows(rows, ["off", "line"], ["line"], 2, 2, judged=False, n_resamples=200)
+    assert rep["gates"]["line"]["f1"]["delta"] == pytest.approx(-0.5) and rep["gates"]["line"]["verdict"] == "FAIL"
+    degraded = [*rows[:-1], QualityRow("q2", "line", 1, 1, "x", "extractive (LLM unavailable after 3 attempts)",
+                                       1, 1, None, 10, True, "")]
+    rep = summarise_rows(degraded, ["off", "line"], ["line"], 2, 2, judged=False, n_resamples=200)
+    assert rep["gates"]["line"]["verdict"] == "INVALID" and rep["configs"]["line"]["degraded"] == 1
+
+
+@pytest.mark.parametrize("kwargs", [{"runs": 1}, {"temperature": 0.0}, {"strategies": ["zip"]}, {"budget_chars": 0}])
+def test_run_quality_rejects_settings_before_any_call(kwargs):
+    from rootweaver_innovations.corpus import Passage, QARow
+
+    qa = QARow("q", "Who?", "A", (Passage("p", "T", ("A is here.",)),), ("T",), ())
+    with pytest.raises(ValueError):
+        run_quality([qa], client=None, **kwargs)  # type: ignore[arg-type]
