@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The project's test command (README and .ci/run call exactly this).
+#   1. unit and property tests, no servers;
+#   2. start the real servers the integration tests need (Unleash + PostgreSQL on
+#      127.0.0.1:4242, llama.cpp's OpenAI-compatible server with SmolLM2-135M on
+#      127.0.0.1:8765), run `pytest -m integration`, stop both by PID.
+# Non-interactive; needs root (apt-get for PostgreSQL) on a fresh machine.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${PYTHON:-python}"
+
+"$PY" -m pytest -m "not integration" -q -p no:cacheprovider
+
+cleanup() {
+  "$PY" scripts/local_reader.py stop >/dev/null 2>&1 || true
+  bash scripts/unleash_down.sh >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+bash scripts/unleash_up.sh
+# shellcheck disable=SC1091
+source "${UNLEASH_STATE_DIR:-$ROOT/.cache/unleash}/env"
+export UNLEASH_URL UNLEASH_ADMIN_URL UNLEASH_ADMIN_TOKEN UNLEASH_API_TOKEN UNLEASH_STATE_DIR
+
+"$PY" scripts/local_reader.py setup --model smollm2
+"$PY" scripts/local_reader.py start --model smollm2
+export LLM_BASE_URL="http://127.0.0.1:8765/v1"
+
+"$PY" -m pytest -m integration -q -p no:cacheprovider
