@@ -42,6 +42,27 @@ if [[ -f "$STATE/unleash.pid" ]] && kill -0 "$(cat "$STATE/unleash.pid")" 2>/dev
   exit 0
 fi
 
+if (exec 3<>"/dev/tcp/$HOST/$PORT") 2>/dev/null; then
+  log "port $PORT is already taken by a process this script did not start; stop it or set UNLEASH_PORT"
+  exit 1
+fi
+
+# --- tools ----------------------------------------------------------------------------
+missing=()
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+if ((${#missing[@]})); then
+  log "installing ${missing[*]} from Debian"
+  apt-get update -q </dev/null
+  apt-get install -y -q "${missing[@]}" </dev/null
+fi
+NODE_MAJOR="$(node -p 'process.versions.node.split(".")[0]')"
+if ((NODE_MAJOR < 20)); then
+  log "unleash-server $VERSION needs Node >= 20, found $(node --version)"
+  exit 1
+fi
+
 # --- PostgreSQL -----------------------------------------------------------------------
 if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; then
   log "installing PostgreSQL from Debian"
