@@ -35,13 +35,14 @@ def _finish(name: str, args: argparse.Namespace, rep: dict, md: str, plot=None) 
     out = Path(args.out or OUT / name)
     write_json(out / "report.json", rep)
     write_text(out / "summary.md", md)
+    files = [out / "report.json", out / "summary.md"]
     if plot is not None:
         try:
-            plot(rep, out / "plot.png")
+            files.append(plot(rep, out / "plot.png"))
         except ImportError:
             print("(matplotlib not installed: pip install 'rootweaver[eval]' for plots)", file=sys.stderr)
     print(md)
-    print(f"report: {out}/report.json, {out}/summary.md" + (f", {out}/plot.png" if plot else ""))
+    print("report: " + ", ".join(map(str, files)))
     return out
 
 
