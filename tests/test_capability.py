@@ -300,3 +300,15 @@ def test_an_empty_question_is_rejected(demo_retriever):
     cap = MultiHopCapability(_config(), StaticFlagProvider({CAPABILITY_FLAG: True}), demo_retriever)
     with pytest.raises(ValueError, match="non-empty"):
         cap.execute(RequestContext("   "))
+
+
+def test_secrets_stay_out_of_metadata_and_reprs(monkeypatch, demo_retriever, questions):
+    monkeypatch.setenv("RW_CANARY_TOKEN", "unleash-canary-secret")
+    monkeypatch.setenv("RW_CANARY_KEY", "llm-canary-secret")
+    cfg = MultiHopConfig.from_mapping({"flags": {"unleash": {"token_env": "RW_CANARY_TOKEN"}},
+                                       "llm": {"api_key_env": "RW_CANARY_KEY"}})
+    cap = MultiHopCapability(cfg, StaticFlagProvider({CAPABILITY_FLAG: True}), demo_retriever)
+    ctx = RequestContext(questions[0])
+    cap.execute(ctx)
+    for text in (json.dumps(ctx.metadata), repr(cap), repr(cfg)):
+        assert "canary-secret" not in text

@@ -204,3 +204,20 @@ def test_an_sdk_failure_is_reported_as_off_never_raised(tmp_path, providers):
     assert p.is_enabled(FLAG, {"userId": "x"}) is False
     p.close()  # a failing shutdown is logged, not raised
     p._client = real
+
+
+def test_the_token_never_reaches_the_logs(tmp_path, monkeypatch, providers, caplog):
+    token = "default:development.log-leak-canary"
+    monkeypatch.setenv("RW_TEST_TOKEN", token)
+    fake = FakeUnleash(bootstrap_payload({FLAG: True}))
+    caplog.set_level("DEBUG")
+    try:
+        p = providers(url=fake.url, refresh_interval=1, cache_dir=str(tmp_path / "c"), token_env="RW_TEST_TOKEN")
+        assert p.is_enabled(FLAG)
+    finally:
+        fake.stop()
+    down = providers(url=_closed_port_url(), refresh_interval=1, cache_dir=str(tmp_path / "d"),
+                     token_env="RW_TEST_TOKEN")
+    assert not down.is_enabled(FLAG)
+    assert token in fake.auth_headers  # it was used...
+    assert caplog.records and token not in caplog.text  # ...but never logged
