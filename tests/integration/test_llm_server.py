@@ -79,7 +79,7 @@ def test_question_answered_through_multihop_and_the_server(rag_parts):
     assert isinstance(client.token_counter, LlamaCppServerCounter)  # the server's own tokenizer
     for mode in ("answer", "evidence"):
         synth = LLMSynthesizer(client, mode=mode, temperature=0.0, seed=0)
-        rag = MultiHopRAG(retriever, synthesizer=synth, compaction_enabled=True, compaction_max_chars=1200)
+        rag = MultiHopRAG(retriever, synthesizer=synth, compaction_enabled=True, compaction_max_chars=800)
         result = rag.multi_hop_search(questions[0].question)
         assert synth.last_error is None
         assert result.answer is not None and result.answer.method.startswith(f"llm:{client.model}:{mode}")
@@ -143,9 +143,11 @@ def test_server_killed_mid_run_gives_typed_error_with_packet(own_server, rag_par
     client = make_client(base, max_retries=2, backoff_s=0.2, max_tokens=400, timeout_s=30,
                          sleep=lambda s: (sleeps.append(s), time.sleep(s)))
     # Run 1: the server is up and answers.
-    synth = LLMSynthesizer(client, mode="answer", temperature=0.0, seed=0)
-    first = MultiHopRAG(retriever, synthesizer=synth).multi_hop_search(questions[0].question)
+    synth = LLMSynthesizer(client, mode="answer", temperature=0.0, seed=0, max_tokens=32)
+    first = MultiHopRAG(retriever, synthesizer=synth, compaction_enabled=True,
+                       compaction_max_chars=800).multi_hop_search(questions[0].question)
     assert first.answer.method.startswith("llm:") and synth.last_error is None
+    sleeps.clear()
 
     # Run 2: a long generation is in flight when the server is killed.
     messages = [{"role": "user", "content": "Write a very long story about a lighthouse keeper."}]
