@@ -126,6 +126,29 @@ def question(golden_questions):
     return golden_questions[0].question
 
 
+def _server_says(name: str) -> bool:
+    """The flag's state as the server publishes it to clients (backend token, client API)."""
+    req = urllib.request.Request(f"{URL.rstrip('/')}/client/features/{name}",
+                                 headers={"Authorization": os.environ.get("UNLEASH_API_TOKEN", "")})
+    with urllib.request.urlopen(req, timeout=5) as resp:
+        return bool(json.loads(resp.read())["enabled"])
+
+
+def _flip_delays(cap: MultiHopCapability, flag: str, on: bool, question: str) -> tuple[float, float]:
+    """Toggle ``flag``; seconds until the server publishes it, and until the capability follows."""
+    toggle(flag, on)
+    start, published, followed = time.monotonic(), None, None
+    while time.monotonic() - start < REFRESH + 10 and followed is None:
+        now = time.monotonic()
+        if published is None and _server_says(flag) is on:
+            published = now
+        if (cap.execute(RequestContext(question, user_id="u1")) is not None) is on:
+            followed = now
+        time.sleep(0.05)
+    assert published is not None and followed is not None, f"flip to {on} not seen within {REFRESH + 10} s"
+    return published - start, followed - start
+
+
 def test_toggling_the_flag_in_the_server_flips_the_capability_within_the_refresh_interval(
     tmp_path, capabilities, question
 ):
@@ -133,15 +156,14 @@ def test_toggling_the_flag_in_the_server_flips_the_capability_within_the_refresh
     cap = capabilities(_config(tmp_path, flag))
     _wait_known(cap, flag)
     assert cap.execute(RequestContext(question, user_id="u1")) is None  # created disabled
-
-    toggle(flag, True)
-    took_on = _wait(lambda: cap.execute(RequestContext(question, user_id="u1")) is not None, REFRESH + 3)
-    toggle(flag, False)
-    took_off = _wait(lambda: cap.execute(RequestContext(question, user_id="u1")) is None, REFRESH + 3)
-    print(f"flip seen after {took_on} s (on) and {took_off} s (off); refresh_interval {REFRESH} s")
-    # One poll period plus the fetch itself; 1.5 s of slack for a loaded 2-core machine.
-    assert took_on is not None and took_on <= REFRESH + 1.5
-    assert took_off is not None and took_off <= REFRESH + 1.5
+    for on in (True, False, True):
+        published, followed = _flip_delays(cap, flag, on, question)
+        print(f"flip to {on}: server published after {published:.2f} s, capability followed after "
+              f"{followed:.2f} s (refresh_interval {REFRESH} s)")
+        # The client polls every REFRESH s, so it follows the server within one interval
+        # (seen here: 0.84-0.98 s at REFRESH = 1). The slack covers the fetch, this loop's
+        # 50 ms step and a loaded 2-core CI machine.
+        assert followed - published <= REFRESH + 1.0
 
 
 def test_the_shipped_capability_flag_exists_on_the_server(tmp_path, capabilities, question):
