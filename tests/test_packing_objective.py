@@ -19,6 +19,7 @@ from rootweaver_innovations.packing.objective import (
     SubmodularWeights,
     query_incidence,
 )
+from rootweaver_innovations.retrieval import bm25_tokenize
 from strategies import nested_sets, objective_inputs
 
 PROPS = settings(max_examples=250, deadline=None)
@@ -113,6 +114,23 @@ def test_query_coverage_counts_distinct_coverable_terms():
     term = QueryCoverageTerm(inc)
     assert term.norm == 2
     assert value(term, [0]) == 0.5 and value(term, [1]) == 1.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=30), st.lists(st.text(max_size=40), max_size=4))
+def test_query_incidence_is_token_membership(query, texts):
+    terms, inc = query_incidence(query, texts)
+    assert terms == tuple(dict.fromkeys(bm25_tokenize(query)))
+    for i, text in enumerate(texts):
+        tokens = set(bm25_tokenize(text))
+        assert inc[i].tolist() == [t in tokens for t in terms]
+
+
+def test_query_incidence_with_length_changing_lowercase():
+    # "İ".lower() is two characters: offsets must follow the lowered text
+    terms, inc = query_incidence("river delta", ["İİİ river", "delta_x river", "deltas", "x delta"])
+    assert terms == ("river", "delta")
+    assert inc.tolist() == [[True, False], [True, False], [False, False], [False, True]]
 
 
 def test_degenerate_terms_are_zero():

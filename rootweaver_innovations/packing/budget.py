@@ -164,19 +164,19 @@ class Knapsack:
         self.paid = np.zeros(len(self.group_cost), dtype=bool)
         self.paid[0] = True
         self.taken = np.zeros(len(self.item), dtype=bool)
+        self._marginal = self.item + self.group_cost[self.group]
 
     def marginal(self) -> np.ndarray:
-        """Cost of adding each candidate now (its header included if not yet paid)."""
-        return self.item + np.where(self.paid[self.group], 0, self.group_cost[self.group])
+        """Cost of adding each candidate now (its header included if not yet paid); read-only."""
+        return self._marginal
 
     def marginal_of(self, i: int) -> int:
         """Cost of adding candidate ``i`` now (scalar form of :meth:`marginal`)."""
-        g = self.group[i]
-        return int(self.item[i]) + (0 if self.paid[g] else int(self.group_cost[g]))
+        return int(self._marginal[i])
 
     def feasible(self) -> np.ndarray:
         """Candidates not yet taken whose marginal cost fits in what is left."""
-        return ~self.taken & (self.used + self.marginal() <= self.capacity)
+        return ~self.taken & (self._marginal <= self.capacity - self.used)
 
     def singleton_feasible(self) -> np.ndarray:
         """Candidates that fit on their own (with their header) in an empty packet."""
@@ -184,8 +184,11 @@ class Knapsack:
 
     def take(self, i: int) -> None:
         """Add candidate ``i`` (the caller checked it fits)."""
-        self.used += self.marginal_of(i)
-        self.paid[self.group[i]] = True
+        self.used += int(self._marginal[i])
+        g = self.group[i]
+        if not self.paid[g]:
+            self.paid[g] = True
+            self._marginal = np.where(self.group == g, self.item, self._marginal)
         self.taken[i] = True
 
     def header_of(self, i: int) -> Header | None:

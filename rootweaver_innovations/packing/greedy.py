@@ -11,7 +11,8 @@ that single candidate is returned instead. With modular costs this gives at leas
 (1 - 1/e)/2 of the optimum.
 
 The lazy variant keeps stale gains as upper bounds (submodularity) and re-evaluates only
-the candidate on top; stale bounds are widened by a relative 1e-9 (plus 1e-12) so float
+the candidate on top, then, in one batch, every stale one whose bound still beats the best
+fresh ratio; stale bounds are widened by a relative 1e-9 (plus 1e-12) so float
 rounding cannot make a stale bound fall below a true gain, and a candidate is accepted
 only when its fresh ratio beats every bound. It returns exactly the plain selection.
 """
@@ -109,12 +110,17 @@ def lazy_greedy(objective: Objective, knapsack: Knapsack, max_snippets: int | No
             break
         cost = knapsack.marginal()
         while True:
-            key = np.where(fresh, bound, bound * (1.0 + _SLACK) + _TINY) / cost
-            best = int(np.argmax(np.where(feasible, key, -np.inf)))
+            key = np.where(feasible, np.where(fresh, bound, bound * (1.0 + _SLACK) + _TINY) / cost, -np.inf)
+            best = int(np.argmax(key))
             if fresh[best]:
                 break
-            bound[best] = objective.gains([best])[0]
-            fresh[best] = True
+            fresh_keys = key[fresh & feasible]
+            if fresh_keys.size:  # every stale bound that could still beat the best fresh ratio
+                stale = np.flatnonzero(feasible & ~fresh & (key >= fresh_keys.max()))
+            else:
+                stale = np.array([best])
+            bound[stale] = objective.gains(stale)
+            fresh[stale] = True
         if not bound[best] / cost[best] > 0:
             break
         order.append(best)

@@ -73,22 +73,40 @@ def quantise(values: np.ndarray) -> np.ndarray:
 def query_incidence(query: str, texts: Sequence[str]) -> tuple[tuple[str, ...], np.ndarray]:
     """Distinct query content terms and which texts contain each: ``(terms, bool[n, T])``.
 
-    Tokens are :func:`~rootweaver_innovations.retrieval.bm25_tokenize`'s (lowercase words,
-    stop words out).
+    Terms are :func:`~rootweaver_innovations.retrieval.bm25_tokenize` tokens of the query
+    (lowercase words, stop words out); a text contains a term when the term is one of the
+    text's own ``bm25_tokenize`` tokens (found by substring search with word-boundary checks).
     """
     terms = tuple(dict.fromkeys(bm25_tokenize(query)))
-    index = {t: k for k, t in enumerate(terms)}
     inc = np.zeros((len(texts), len(terms)), dtype=bool)
-    for i, text in enumerate(texts):
-        for tok in set(bm25_tokenize(text)):
-            k = index.get(tok)
-            if k is not None:
-                inc[i, k] = True
+    if not terms:
+        return terms, inc
+    lowered = [t.lower() for t in texts]  # may change lengths ("İ" -> 2 chars): use these
+    joined = "\n".join(lowered)  # "\n" is not a word character
+    ends = np.cumsum([len(t) + 1 for t in lowered])
+    starts: list[int] = []
+    cols: list[int] = []
+    for k, term in enumerate(terms):
+        at = joined.find(term)
+        while at >= 0:
+            stop = at + len(term)
+            if not (at and _is_word(joined[at - 1])) and not (stop < len(joined) and _is_word(joined[stop])):
+                starts.append(at)
+                cols.append(k)
+            at = joined.find(term, at + 1)
+    if starts:
+        inc[np.searchsorted(ends, starts, side="right"), cols] = True
     return terms, inc
 
 
-def _indices(idx: np.ndarray | Sequence[int] | None, n: int) -> np.ndarray:
-    return np.arange(n) if idx is None else np.asarray(idx, dtype=np.int64)
+def _is_word(ch: str) -> bool:
+    """``re``'s ``\\w`` for one character: alphanumeric (``str.isalnum``) or underscore."""
+    return ch.isalnum() or ch == "_"
+
+
+def _indices(idx: np.ndarray | Sequence[int] | None) -> np.ndarray | slice:
+    """Index for "these candidates", or a view-preserving slice for all of them."""
+    return slice(None) if idx is None else np.asarray(idx, dtype=np.int64)
 
 
 class RelevanceTerm:
@@ -107,7 +125,7 @@ class RelevanceTerm:
         self.total = int(self.rel[list(selected)].sum()) if len(selected) else 0
 
     def gains(self, idx: np.ndarray | Sequence[int] | None = None) -> np.ndarray:
-        g = self.rel[_indices(idx, len(self.rel))]
+        g = self.rel[_indices(idx)]
         return g / self.norm if self.norm else np.zeros(g.shape)
 
     def add(self, i: int) -> None:
@@ -132,7 +150,7 @@ class QueryCoverageTerm:
         self.covered = self.inc[list(selected)].any(axis=0)
 
     def gains(self, idx: np.ndarray | Sequence[int] | None = None) -> np.ndarray:
-        g = (self.inc[_indices(idx, self.inc.shape[0])] & ~self.covered).sum(axis=1)
+        g = (self.inc[_indices(idx)] & ~self.covered).sum(axis=1)
         return g / self.norm if self.norm else np.zeros(g.shape)
 
     def add(self, i: int) -> None:
@@ -158,7 +176,7 @@ class RepresentativenessTerm:
         self.cover = np.minimum(cover, self.cap)  # clipped at the cap: same gains, bounded state
 
     def gains(self, idx: np.ndarray | Sequence[int] | None = None) -> np.ndarray:
-        cols = self.sim[:, _indices(idx, len(self.cap))]
+        cols = self.sim[:, _indices(idx)]
         g = (np.minimum(self.cover[:, None] + cols, self.cap[:, None]) - self.cover[:, None]).sum(axis=0)
         return g / self.norm if self.norm else np.zeros(g.shape)
 
@@ -190,7 +208,7 @@ class DiversityTerm:
         self.mass = np.bincount(self.doc[sel], weights=self.rel[sel], minlength=self.n_docs).astype(np.int64)
 
     def gains(self, idx: np.ndarray | Sequence[int] | None = None) -> np.ndarray:
-        i = _indices(idx, len(self.rel))
+        i = _indices(idx)
         m = self.mass[self.doc[i]]
         g = np.sqrt(m + self.rel[i]) - np.sqrt(m)
         return g / self.norm if self.norm else np.zeros(g.shape)

@@ -49,6 +49,8 @@ class Similarity:
     def subset(self, indices: Sequence[int]) -> Similarity:
         """The similarity among ``indices`` (in that order)."""
         idx = np.asarray(indices, dtype=np.int64)
+        if idx.shape[0] == self.matrix.shape[0] and np.array_equal(idx, np.arange(idx.shape[0])):
+            return self
         return Similarity(self.matrix[np.ix_(idx, idx)], self.kind)
 
 
