@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import urllib.request
 from collections import Counter as Tally
@@ -279,21 +280,22 @@ def test_default_retriever_falls_back_to_the_bundled_demo_corpus(questions):
     assert result.hop_count >= 1 and all(pid.startswith("hp") for h in result.hops for pid in h.retrieved_ids)
 
 
-def test_submodular_strategy_is_imported_only_when_compaction_needs_it(demo_retriever, questions):
+def test_submodular_strategy_runs_and_is_imported_only_when_compaction_needs_it(
+    monkeypatch, demo_retriever, questions
+):
     cfg = MultiHopConfig.from_mapping({"compaction": {"enabled": True, "strategy": "submodular", "max_chars": 500}})
     flags = StaticFlagProvider({CAPABILITY_FLAG: True})
-    disabled = MultiHopConfig.from_mapping({"compaction": {"enabled": False, "strategy": "submodular"}})
-    assert MultiHopCapability(disabled, flags, demo_retriever).execute(RequestContext(questions[0])) is not None
-    try:
-        from rootweaver_innovations.packing import SubmodularCompactor  # noqa: F401
-    except ImportError:
-        with pytest.raises(ImportError):
-            MultiHopCapability(cfg, flags, demo_retriever).execute(RequestContext(questions[0]))
-        return
     ctx = RequestContext(questions[0])
     result = MultiHopCapability(cfg, flags, demo_retriever).execute(ctx)
-    assert ctx.metadata["multi_hop"]["context_chars"] <= 500
+    rec = ctx.metadata["multi_hop"]
+    assert rec["strategy"] == "submodular" and rec["context_chars"] <= 500
     assert result.trajectory() == _baseline(demo_retriever, cfg).multi_hop_search(questions[0]).trajectory()
+
+    monkeypatch.setitem(sys.modules, "rootweaver_innovations.packing", None)  # as if the packer were absent
+    disabled = MultiHopConfig.from_mapping({"compaction": {"enabled": False, "strategy": "submodular"}})
+    assert MultiHopCapability(disabled, flags, demo_retriever).execute(RequestContext(questions[0])) is not None
+    with pytest.raises(ImportError):
+        MultiHopCapability(cfg, flags, demo_retriever).execute(RequestContext(questions[0]))
 
 
 def test_an_empty_question_is_rejected(demo_retriever):
