@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -263,3 +265,26 @@ def test_baselines_follow_their_rules():
     assert pack("focused", cs, "alpha delta", budget).ids == ("a", "b")
     # mmr: after "a", a2 scores 0.7 * 2.9/3 - 0.3 * 1 = 0.377 < b's 0.7 * 2/3 - 0 = 0.467
     assert pack("mmr", cs, "alpha delta", budget).ids == ("a", "b")
+
+
+def test_public_api_is_pinned():
+    import rootweaver_innovations.packing as packing
+    import rootweaver_innovations.selection as selection
+
+    assert packing.__all__ == [
+        "Budget", "Candidate", "ConflictingCandidateError", "Header", "Omission", "POLICIES",
+        "PackResult", "Packed", "PackingProblem", "QwenTokenCounter", "Selection", "Similarity",
+        "SubmodularCompactor", "SubmodularObjective", "SubmodularWeights", "TokenCounter", "UNITS",
+        "default_token_counter", "dense_similarity", "pack", "register_policy", "tfidf_relevance",
+        "tfidf_similarity",
+    ]
+    assert all(getattr(packing, name) is not None for name in packing.__all__)
+    assert set(selection.REASONS) == {
+        "duplicate_id", "version_conflict", "duplicate_text", "budget", "snippet_cap", "not_selected",
+    }
+
+
+@pytest.mark.parametrize("first", ["rootweaver_innovations.selection", "rootweaver_innovations.packing.policies"])
+def test_modules_import_in_either_order(first):
+    code = f"import {first}; import rootweaver_innovations.packing as p; [getattr(p, n) for n in p.__all__]"
+    subprocess.run([sys.executable, "-c", code], check=True)
