@@ -297,3 +297,14 @@ def test_score_ebg_strict_evidence():
     # no gold line in the context: Evid cannot be true
     assert not score_ebg("x", ["x"], [1], []).evid
     assert not score_ebg("nothing", ["no"], [1], [1]).ans and score_ebg("No.", ["no"], [1], [1]).joint
+
+
+def test_vllm_module_is_lazy_and_names_the_extra():
+    import importlib
+    import sys
+
+    module = importlib.import_module("rootweaver_capabilities.vllm_offline")
+    assert "vllm" not in sys.modules  # importing the module never loads vLLM (CPU paths stay clean)
+    if importlib.util.find_spec("vllm") is None:
+        with pytest.raises(ImportError, match=r"rootweaver\[vllm\]"):
+            module.VLLMBatchGenerator("/models/none")
