@@ -301,6 +301,7 @@ def test_score_ebg_strict_evidence():
 
 def test_vllm_module_is_lazy_and_names_the_extra():
     import importlib
+    import importlib.util
     import sys
 
     module = importlib.import_module("rootweaver_capabilities.vllm_offline")
