@@ -222,12 +222,18 @@ def test_registry_lists_policies_and_accepts_new_ones():
     def first_only(problem: PackingProblem) -> Selection:
         return Selection((0,), (1.0,)) if problem.candidates else Selection((), ())
 
+    def greedy_liar(problem: PackingProblem) -> Selection:
+        return Selection((0, 1, 1), (1.0, 1.0, 1.0))
+
     register_policy("test-first-only", first_only)
+    register_policy("test-invalid", greedy_liar)
     try:
         res = pack("test-first-only", [cand("a", "x", pos=0), cand("b", "y", pos=1)], "", Budget.chars(10))
         assert res.ids == ("a",) and res.omitted(REASON_NOT_SELECTED) == ("b",)
+        with pytest.raises(ValueError, match="invalid selection"):
+            pack("test-invalid", [cand("a", "x", pos=0), cand("b", "y", pos=1)], "", Budget.chars(10))
     finally:
-        del POLICIES["test-first-only"]
+        del POLICIES["test-first-only"], POLICIES["test-invalid"]
 
 
 @pytest.mark.parametrize(

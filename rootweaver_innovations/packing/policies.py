@@ -238,6 +238,8 @@ def pack(
     )
     chosen = POLICIES[policy](problem)
     order, gains = list(chosen.order), list(chosen.gains)
+    if len(set(order)) != len(order) or len(gains) != len(order) or not all(0 <= i < len(eligible) for i in order):
+        raise ValueError(f"policy {policy!r} returned an invalid selection {chosen!r}")
     text, emitted = _render(problem, order, budget.separator)
     used = budget.measure(text)
     dropped_real: list[int] = []
