@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,8 @@ from rootweaver_capabilities.config import (
     knob_reference,
 )
 
-SHIPPED = Path(__file__).resolve().parents[1] / "configs" / "retrieval" / "multi_hop.yaml"
+REPO = Path(__file__).resolve().parents[1]
+SHIPPED = REPO / "configs" / "retrieval" / "multi_hop.yaml"
 
 
 def _flatten(mapping: dict, prefix: str = "") -> dict:
@@ -40,6 +42,12 @@ def test_shipped_yaml_sets_every_knob_to_its_default():
     assert cfg.compaction.enabled is False and cfg.compaction.max_chars == 2000
     assert cfg.flags.capability_flag == CAPABILITY_FLAG
     assert cfg.source == str(SHIPPED)
+
+
+def test_the_readme_documents_every_key():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\| `([a-z_.]+)` \|", readme, flags=re.MULTILINE))
+    assert {key for key, _, _ in knob_reference()} <= documented
 
 
 def test_every_knob_has_a_description_and_defaults_match_the_objects():

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import re
+from pathlib import Path
 
 import pytest
 
@@ -135,6 +137,24 @@ chain = (
 )
 answer = chain.invoke("Between Harvey Pekar and Denise Levertov who was born earlier?")
 '''
+
+
+def _readme_langchain_blocks() -> list[str]:
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    if not readme.is_file():
+        return []
+    blocks = re.findall(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"), flags=re.DOTALL)
+    return [b for b in blocks if "LineCompactorCompressor" in b]
+
+
+def test_the_langchain_examples_in_the_readme_run():
+    blocks = _readme_langchain_blocks()
+    if not blocks:
+        pytest.skip("README.md has no LangChain example yet (README_EXAMPLE below is the one to paste)")
+    for i, block in enumerate(blocks):
+        namespace: dict = {}
+        exec(compile(block, f"README.md (LangChain block {i})", "exec"), namespace)  # noqa: S102
+        assert any(isinstance(v, LineCompactorCompressor) for v in namespace.values())
 
 
 def test_readme_retrieval_chain_with_our_compressor_runs():
