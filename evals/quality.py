@@ -32,7 +32,15 @@ from typing import Any
 import numpy as np
 
 from rootweaver_capabilities.llm import ChatClient, LLMSynthesizer, PromptTooLongError
-from rootweaver_capabilities.prompts import MODES, judge_messages, parse_judge_score
+from rootweaver_capabilities.prompts import (
+    MODE_EVIDENCE,
+    MODES,
+    gold_line_ids,
+    judge_messages,
+    number_context,
+    parse_judge_score,
+    score_ebg,
+)
 from rootweaver_innovations.corpus import QARow
 from rootweaver_innovations.diagnostics import answer_in_context, exact_match, f1_score, paired_bootstrap_ci
 from rootweaver_innovations.multihop import MultiHopRAG
@@ -59,7 +67,9 @@ class QualityRow:
     """One answer: question, configuration, run (and its seed), prediction and scores.
 
     ``judge`` is ``None`` without a judge or when the judge's reply held no score;
-    ``error`` is empty unless the prompt was refused (the row then scores 0).
+    ``ans``/``evid``/``joint`` (EBG scores, ``None`` outside ``mode="evidence"``): Evid is
+    strict, so a gold fact missing from the synth context makes it false. ``error`` is
+    empty unless the prompt was refused (the row then scores 0).
     """
 
     question_id: str
@@ -74,6 +84,9 @@ class QualityRow:
     context_chars: int
     answer_in_context: bool
     error: str
+    ans: float | None = None
+    evid: float | None = None
+    joint: float | None = None
 
 
 def synth_contexts(
@@ -92,6 +105,25 @@ def synth_contexts(
         contexts[name] = result.synth_context
         trajectories.add(result.trajectory())
     return contexts, len(trajectories) == 1
+
+
+def _gold_facts(row: QARow) -> frozenset[tuple[str, str]]:
+    by_title = {p.title: p for p in row.passages}
+    return frozenset(
+        (t, by_title[t].sentences[i]) for t, i in row.gold_sentences
+        if t in by_title and 0 <= i < len(by_title[t].sentences)
+    )
+
+
+def _ebg(row: QARow, context: str, prediction: str, cited: Sequence[str]) -> dict[str, float]:
+    gold = _gold_facts(row)
+    numbered = number_context(context)
+    gold_ids = gold_line_ids(numbered, gold)
+    cited_set = set(cited)
+    cited_ids = {i for i, line in enumerate(numbered.lines, start=1) if line in cited_set}
+    complete = bool(gold) and len(gold_ids) >= len(gold)  # every gold fact has a line to cite
+    s = score_ebg(prediction, [row.answer], cited_ids, gold_ids if complete else ())
+    return {"ans": float(s.ans), "evid": float(s.evid), "joint": float(s.joint)}
 
 
 def _judge(client: ChatClient, question: str, gold: str, prediction: str) -> float | None:
@@ -148,20 +180,23 @@ def run_quality(
             aic = answer_in_context(row.answer, context)
             for r, seed in enumerate(seeds):
                 synth = LLMSynthesizer(client, mode=mode, temperature=temperature, seed=seed, max_tokens=max_tokens)
+                cited: tuple[str, ...] = ()
                 try:
                     answer = synth(row.question, context)
-                    pred, method, error = answer.text, answer.method, ""
+                    pred, method, error, cited = answer.text, answer.method, "", answer.cited_lines
                 except PromptTooLongError as exc:
                     pred, method, error = "", "", f"prompt_too_long ({exc.prompt_tokens} tokens)"
+                ebg = _ebg(row, context, pred, cited) if mode == MODE_EVIDENCE else {}
                 judge = _judge(judge_client, row.question, row.answer, pred) if judge_client and not error else None
                 out_rows.append(QualityRow(
                     question_id=row.id, config=config, run=r, seed=seed, prediction=pred, method=method,
                     em=exact_match(pred, row.answer), f1=f1_score(pred, row.answer), judge=judge,
-                    context_chars=len(context), answer_in_context=aic, error=error,
+                    context_chars=len(context), answer_in_context=aic, error=error, **ebg,
                 ))
         if progress is not None:
             progress(qi + 1, len(rows))
-    report = summarise_rows(out_rows, configs, list(strategies), len(rows), runs, judge_client is not None, n_resamples)
+    report = summarise_rows(out_rows, configs, list(strategies), len(rows), runs, judge_client is not None,
+                            n_resamples, evidence=mode == MODE_EVIDENCE)
     report["settings"] = {
         "n_questions": len(rows), "runs": runs, "seeds": seeds, "temperature": temperature, "mode": mode,
         "budget_chars": budget_chars, "strategies": list(strategies), "max_hops": max_hops,
@@ -186,10 +221,10 @@ def _matrix(rows: Sequence[QualityRow], config: str, metric: str, qids: list[str
 
 
 def summarise_rows(rows: Sequence[QualityRow], configs: list[str], strategies: list[str], n: int, runs: int,
-                   judged: bool, n_resamples: int = 10_000) -> dict[str, Any]:
+                   judged: bool, n_resamples: int = 10_000, evidence: bool = False) -> dict[str, Any]:
     """Per-config means (overall and per run), the noise band, and the gate per strategy."""
     qids = list(dict.fromkeys(r.question_id for r in rows))
-    metrics = ["em", "f1", *(["judge"] if judged else [])]
+    metrics = ["em", "f1", *(["judge"] if judged else []), *(["ans", "evid", "joint"] if evidence else [])]
     primary = "judge" if judged else "f1"
     per_config: dict[str, Any] = {}
     noise: dict[str, float] = {m: 0.0 for m in metrics}
@@ -244,7 +279,7 @@ def quality_markdown(report: dict[str, Any], command: str = "") -> str:
         f"{report['trajectory_mismatches']}.",
         "",
     ]
-    metrics = [m for m in ("em", "f1", "judge") if m in report["noise_band"]]
+    metrics = [m for m in ("em", "f1", "judge", "ans", "evid", "joint") if m in report["noise_band"]]
     header = "| config | " + " | ".join(f"{m.upper()} (per run)" for m in metrics)
     lines += [header + " | answer-in-context | mean chars | prompt too long | degraded | malformed |",
               "|---" * (len(metrics) + 6) + "|"]
