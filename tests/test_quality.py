@@ -48,3 +48,19 @@ def test_run_quality_rejects_settings_before_any_call(kwargs):
     qa = QARow("q", "Who?", "A", (Passage("p", "T", ("A is here.",)),), ("T",), ())
     with pytest.raises(ValueError):
         run_quality([qa], client=None, **kwargs)  # type: ignore[arg-type]
+
+
+def test_evidence_scores_are_strict():
+    from evals.quality import _ebg
+    from rootweaver_innovations.corpus import Passage, QARow
+
+    qa = QARow("q", "Who wrote Dune?", "Frank Herbert",
+               (Passage("p1", "Dune", ("Dune is a novel.", "It was written by Frank Herbert.")),
+                Passage("p2", "Herbert", ("Frank Herbert was born in Tacoma.",))),
+               ("Dune", "Herbert"), (("Dune", 1), ("Herbert", 0)))
+    g1, g2 = "Dune | It was written by Frank Herbert.", "Herbert | Frank Herbert was born in Tacoma."
+    ctx = f"From query: x\nDune | Dune is a novel.\n{g1}\n{g2}"
+    assert _ebg(qa, ctx, "Frank Herbert", [g1, g2]) == {"ans": 1.0, "evid": 1.0, "joint": 1.0}
+    assert _ebg(qa, ctx, "Frank Herbert", [g1]) == {"ans": 1.0, "evid": 0.0, "joint": 0.0}  # one gold line uncited
+    # g2 compacted away: it cannot be cited, so strict Evid fails even though every line present is cited
+    assert _ebg(qa, ctx.rsplit("\n", 1)[0], "Frank Herbert", [g1])["evid"] == 0.0
