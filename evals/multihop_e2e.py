@@ -54,6 +54,8 @@ def run_multihop_eval(
         ids = [p.id for p in single]
         hop2 = " ".join([row.question, *(p.title for p in single[:5])])
         second = [h.passage.id for h in retriever.search(hop2, 15) if h.passage.id not in ids[:5]][:5]
+        if not gold:  # counted below as rows without a gold paragraph, not scored on retrieval
+            continue
         found["loop"] += gold <= set(got)
         found["single_same_n"] += gold <= set(ids[: len(got)])
         found["single_5"] += gold <= set(ids[:5])
@@ -88,7 +90,8 @@ def run_multihop_eval(
         "pool_passages": len(pool.passages),
         "passages_per_hop": passages_per_hop,
         "mean_passages_loop": float(np.mean(n_passages)),
-        "all_gold": {k: v / n for k, v in found.items()},
+        "n_without_gold": sum(not g for g in pool.gold),
+        "all_gold": {k: v / max(1, n - sum(not g for g in pool.gold)) for k, v in found.items()},
         "hop_count_distribution": {str(h): hops.count(h) for h in sorted(set(hops))},
         "trajectories_identical_across_settings": hops_identical,
         "n_answer_in_context": int(sum(answerable)),

@@ -176,8 +176,9 @@ def run_packing_eval(
                 hits = retriever.search(row.question, TOP_K)
                 gold = pool.gold[i]
             ranked = [h.passage.id for h in hits]
-            rec.append(recall_at_k(ranked, gold, TOP_K))
-            allg.append(float(all_gold_at_k(ranked, gold, TOP_K)))
+            if gold:  # rows without a gold paragraph are counted, and scored on answer-in-context only
+                rec.append(recall_at_k(ranked, gold, TOP_K))
+                allg.append(float(all_gold_at_k(ranked, gold, TOP_K)))
             per_q.append(_Question(row, gold, tuple(h.passage for h in hits)))
         cells: dict[str, dict[int, dict[str, list[float]]]] = {
             p: {b: {m: [] for m in METRICS} for b in budgets} for p in policies
@@ -204,9 +205,10 @@ def run_packing_eval(
                     docs = {c.doc_id for c in kept}
                     if not yes_no:
                         cell["aic"].append(float(answer_in_context(q.row.answer, text)))
-                    cell["coverage"].append(gold_doc_coverage(docs, q.gold_ids) if q.gold_ids else 0.0)
-                    cell["all_gold"].append(float(all_gold_in_reader(docs, q.gold_ids)) if q.gold_ids else 0.0)
-                    cell["density"].append(gold_token_density([(c.doc_id, c.text) for c in kept], q.gold_ids))
+                    if q.gold_ids:
+                        cell["coverage"].append(gold_doc_coverage(docs, q.gold_ids))
+                        cell["all_gold"].append(float(all_gold_in_reader(docs, q.gold_ids)))
+                        cell["density"].append(gold_token_density([(c.doc_id, c.text) for c in kept], q.gold_ids))
                     cell["tokens"].append(float(counter.count(text)) if text else 0.0)
         table = {p: {str(b): _summarise(cells[p][b]) for b in budgets} for p in policies}
         cis = {
@@ -219,7 +221,7 @@ def run_packing_eval(
         report["retrievers"][rname] = {
             "recall@5": float(np.mean(rec)), "all_gold@5": float(np.mean(allg)),
             "aic_ceiling": float(np.mean(ceiling)) if ceiling else float("nan"),
-            "n_aic": len(ceiling), "table": table, "ci_vs_reference": cis,
+            "n_aic": len(ceiling), "n_without_gold": len(rows) - len(rec), "table": table, "ci_vs_reference": cis,
         }
     report["seconds"] = round(time.perf_counter() - t0, 1)
     return report

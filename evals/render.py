@@ -40,7 +40,8 @@ def packing_markdown(rep: dict, prov: dict) -> str:
     for rname, r in rep["retrievers"].items():
         out += [f"## Retriever: {rname}", "",
                 f"recall@5 {r['recall@5']:.3f}, all-gold@5 {r['all_gold@5']:.3f}; answer-in-context ceiling "
-                f"(all top-5 sentences, no budget) {r['aic_ceiling']:.3f} over {r['n_aic']} non-yes/no questions.", "",
+                f"(all top-5 sentences, no budget) {r['aic_ceiling']:.3f} over {r['n_aic']} non-yes/no questions; "
+                f"{r.get('n_without_gold', 0)} rows without a gold paragraph (scored on answer-in-context only).", "",
                 "| policy | budget | answer-in-context | gold-doc coverage | all-gold-in-reader | gold-token density | tokens |",
                 "|---|---|---|---|---|---|---|"]
         for b in rep["budgets"]:
