@@ -7,14 +7,17 @@ candidate that fits with the largest marginal gain per unit of marginal cost (ti
 index, so pass candidates in rank order); the run stops when nothing that fits has a
 positive gain or ``max_snippets`` are taken. Then the best-singleton fallback (Lin and
 Bilmes): when the best candidate that fits on its own scores more than the greedy set,
-that single candidate is returned instead. With modular costs this gives at least
-(1 - 1/e)/2 of the optimum.
+that single candidate is returned instead. With modular costs and no snippet cap this
+gives at least (1 - 1/e)/2 of the optimum (checked against brute force in the tests).
 
 The lazy variant keeps stale gains as upper bounds (submodularity) and re-evaluates only
 the candidate on top, then, in one batch, every stale one whose bound still beats the best
 fresh ratio; stale bounds are widened by a relative 1e-9 (plus 1e-12) so float
 rounding cannot make a stale bound fall below a true gain, and a candidate is accepted
-only when its fresh ratio beats every bound. It returns exactly the plain selection.
+only when its fresh ratio is the top key (ties to the lower index, as in the plain
+variant). A candidate's gain is computed bit-identically whichever batch it is evaluated
+in (see the objective module), so it returns exactly the plain selection; it is the one
+the ``submodular`` policy uses, since it scales better with the candidate count.
 """
 
 from __future__ import annotations
