@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = [
+    "TIE_TOLERANCE",
     "CoverageObjective",
     "DepthController",
     "FrontloadResult",
@@ -116,8 +117,14 @@ class FrontloadResult:
     seeds: tuple[int, ...] = ()
 
 
+TIE_TOLERANCE = 1e-12
+
+
 def greedy_order(objective: CoverageObjective) -> FrontloadResult:
-    """Order all candidates by greedy marginal gain; ties (and zero gains) by lower index."""
+    """Order all candidates by greedy marginal gain; ties (and zero gains) by lower index.
+
+    Gains within ``TIE_TOLERANCE`` (relative) of the best are ties.
+    """
     n = objective.size
     covered = objective.empty_cover()
     remaining = np.ones(n, dtype=bool)
@@ -125,7 +132,10 @@ def greedy_order(objective: CoverageObjective) -> FrontloadResult:
     gains: list[float] = []
     for _ in range(n):
         g = np.where(remaining, objective.gains(covered), -np.inf)
-        i = int(np.argmax(g))  # first maximum: the lowest index wins a tie
+        best = g.max()
+        # a tie (equal up to float rounding, which BLAS may order differently per row)
+        # goes to the lowest index
+        i = int(np.flatnonzero(g >= best - TIE_TOLERANCE * max(1.0, abs(best)))[0])
         order.append(i)
         gains.append(float(g[i]))
         remaining[i] = False
@@ -191,7 +201,11 @@ def frontload(
     rel_n = rel / top if top > 0 else rel
     anchors, seeds = anchor_scores(x, rel_n, n_seeds)
     weights = rel_n + anchor_weight * anchors
-    objective = CoverageObjective.create(weights[:, None] * _unit_rows(x), dim_weights)
+    u = _nonneg_matrix("dim_weights", dim_weights, 1)
+    if u.shape[0] != x.shape[1]:
+        raise ValueError(f"term_matrix has {x.shape[1]} dimensions but dim_weights has {u.shape[0]}")
+    live = u > 0  # a zero-weight dimension adds nothing to F: leave it out of the greedy
+    objective = CoverageObjective.create((weights[:, None] * _unit_rows(x))[:, live], u[live])
     result = greedy_order(objective)
     return FrontloadResult(result.order, result.gains, seeds)
 

@@ -1,0 +1,1 @@
+"""Evaluations of rootweaver's algorithms on real multi-hop QA data (the edge: files, models)."""

@@ -1,0 +1,551 @@
+"""PACE evaluations: evidence frontloading (offline recall) and adaptive rerank depth (simulation).
+
+(a) ``frontload``: every paragraph of every question of a dataset is pooled into one open
+corpus (deduplicated by ``(title, text)``), BM25 retrieves the top 100, the pool is ordered
+(first-stage order, PACE frontloading, or MMR), the first ``D`` are re-scored by the
+second stage and the top 5 kept. Metric: complete-evidence recall@5, the share of questions
+whose gold paragraphs are *all* in the final top 5.
+
+(b) ``pace``: a discrete-event simulation of an open-loop Poisson stream through a
+single-server reranker (service time per ``D`` measured here from the real
+:class:`~rootweaver_innovations.rerank.BiEncoderScorer`) and an LLM stage (a configured
+rate, or measured from an OpenAI-compatible reader at ``LLM_BASE_URL``), fixed ``D`` versus
+the pressure-adaptive controller.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rootweaver_innovations.corpus import Passage, QARow, load_qa_rows
+
+DATASETS = {
+    "hotpotqa": "hotpotqa/hotpot_dev_distractor_merged.jsonl",
+    "2wiki": "2wikimultihopqa/2wiki_merged.jsonl",
+    "musique": "musique/musique_merged.jsonl",
+}
+DEFAULT_DATA_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data"
+DEFAULT_CACHE = Path(__file__).resolve().parents[1] / ".cache" / "embeddings"
+
+
+@dataclass(frozen=True, slots=True)
+class OpenPool:
+    """All paragraphs of a question set as one corpus; ``gold[i]`` are row i's pooled ids."""
+
+    passages: tuple[Passage, ...]
+    questions: tuple[str, ...]
+    gold: tuple[frozenset[str], ...]
+
+
+def build_open_pool(rows: Sequence[QARow]) -> OpenPool:
+    """Pool the rows' paragraphs, deduplicated by ``(title, text)``, ids ``p0, p1, ...``.
+
+    A row's gold ids are the pooled ids of its own paragraphs whose title is a gold title;
+    rows whose gold titles are not all among their paragraphs keep the ones found (and are
+    then counted as unreachable by the metric only if none is found: see ``gold`` size).
+    """
+    ids: dict[tuple[str, str], str] = {}
+    passages: list[Passage] = []
+    gold: list[frozenset[str]] = []
+    for row in rows:
+        own: dict[str, str] = {}
+        for p in row.passages:
+            key = (p.title, p.text)
+            if key not in ids:
+                ids[key] = f"p{len(passages)}"
+                passages.append(Passage(ids[key], p.title, p.sentences))
+            own.setdefault(p.title, ids[key])
+        gold.append(frozenset(own[t] for t in row.gold_titles if t in own))
+    return OpenPool(tuple(passages), tuple(r.question for r in rows), tuple(gold))
+
+
+def cached_embeddings(texts: Sequence[str], embedder, cache_dir: Path = DEFAULT_CACHE) -> np.ndarray:
+    """``embedder.encode(texts)``, cached as ``.npy`` keyed by the model name and a hash of the texts."""
+    digest = hashlib.sha256("\x1e".join(texts).encode("utf-8")).hexdigest()[:20]
+    path = Path(cache_dir) / f"{getattr(embedder, 'name', 'embedder')}-{len(texts)}-{digest}.npy"
+    if path.is_file():
+        return np.load(path)
+    vecs = np.asarray(embedder.encode(list(texts)), dtype=np.float32)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.npy")
+    np.save(tmp, vecs)
+    tmp.replace(path)
+    return vecs
+
+
+def load_rows(dataset: str, limit: int | None, data_root: Path = DEFAULT_DATA_ROOT) -> list[QARow]:
+    """Rows of one of :data:`DATASETS` (``ValueError`` for another name)."""
+    if dataset not in DATASETS:
+        raise ValueError(f"unknown dataset {dataset!r}; choose one of {sorted(DATASETS)}")
+    return load_qa_rows(Path(data_root) / DATASETS[dataset], limit)
+
+
+class _KnownVectors:
+    """An embedder that answers precomputed texts from a table and defers the rest."""
+
+    def __init__(self, embedder, texts: Sequence[str], vectors: np.ndarray):
+        self.name = getattr(embedder, "name", "embedder")
+        self._inner = embedder
+        self._known = {t: v for t, v in zip(texts, vectors, strict=True)}
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if all(t in self._known for t in texts):
+            return np.stack([self._known[t] for t in texts]) if texts else np.zeros((0, 384), np.float32)
+        return self._inner.encode(texts)
+
+
+def _bootstrap_diff(a: np.ndarray, b: np.ndarray, seed: int, n: int = 2000) -> tuple[float, float]:
+    """95% paired bootstrap interval of ``mean(a) - mean(b)`` (percentile method)."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, a.shape[0], size=(n, a.shape[0]))
+    diffs = a[idx].mean(axis=1) - b[idx].mean(axis=1)
+    return float(np.percentile(diffs, 2.5)), float(np.percentile(diffs, 97.5))
+
+
+def run_frontload_eval(
+    dataset: str = "hotpotqa",
+    limit: int | None = None,
+    *,
+    depths: Sequence[int] = (20, 50, 100),
+    k: int = 5,
+    pool_size: int = 100,
+    pool_limit: int | None = None,
+    data_root: Path = DEFAULT_DATA_ROOT,
+    cache_dir: Path = DEFAULT_CACHE,
+    embedder=None,
+    seed: int = 13,
+    frontload_options: dict | None = None,
+) -> dict:
+    """Complete-evidence recall@k after the bi-encoder second stage, per ordering and depth.
+
+    The open pool holds every paragraph of the first ``pool_limit`` rows (default: all
+    rows of the dataset); the first ``limit`` rows are the questions evaluated. Rows with
+    no gold paragraph in the pool are counted and left out. ``subset="gold_in_pool"``
+    restricts to questions whose gold paragraphs are all in the BM25 top ``pool_size``
+    (the source paper's filter). Returns a JSON-ready report dict.
+    """
+    import time
+
+    from rootweaver_innovations.rerank import (
+        ORDERINGS,
+        BiEncoderScorer,
+        BM25TermVectors,
+        TwoStageRetriever,
+        passage_text,
+    )
+    from rootweaver_innovations.retrieval import BM25Retriever
+
+    if k < 1 or pool_size < 1 or not depths or min(depths) < 1:
+        raise ValueError(f"k, pool_size and every depth must be >= 1, got k={k}, pool_size={pool_size}, depths={depths}")
+    t0 = time.perf_counter()
+    pool_rows = load_rows(dataset, pool_limit, data_root)
+    n_eval = len(pool_rows) if limit is None else min(limit, len(pool_rows))
+    pool = build_open_pool(pool_rows)
+    if embedder is None:
+        from rootweaver_innovations.embeddings import MiniLMEmbedder
+
+        embedder = MiniLMEmbedder()
+    p_vecs = cached_embeddings([passage_text(p) for p in pool.passages], embedder, cache_dir)
+    questions = list(pool.questions[:n_eval])
+    q_vecs = cached_embeddings(questions, embedder, cache_dir)
+    t_embed = time.perf_counter() - t0
+    bm25 = BM25Retriever(pool.passages)
+    vectors = BM25TermVectors(pool.passages)
+    scorer = BiEncoderScorer(_KnownVectors(embedder, questions, q_vecs), [p.id for p in pool.passages], p_vecs)
+    options = dict(frontload_options or {})
+    retrievers = {
+        o: TwoStageRetriever(bm25, scorer, pool_size=pool_size, ordering=o, term_vectors=vectors, **(options if o == "frontload" else {}))
+        for o in ORDERINGS
+    }
+    per_question = []
+    no_gold = 0
+    for qi in range(n_eval):
+        gold = pool.gold[qi]
+        if not gold:
+            no_gold += 1
+            continue
+        query = questions[qi]
+        cands = retrievers["first_stage"].candidates(query)
+        cand_ids = [c.passage.id for c in cands]
+        row = {"index": qi, "n_gold": len(gold), "gold_in_pool": gold <= set(cand_ids), "prefix": {}, "complete": {}}
+        for name, retriever in retrievers.items():
+            order = retriever.order(query, cands)
+            row["prefix"][name] = {d: gold <= {cand_ids[i] for i in order[:d]} for d in depths}
+            row["complete"][name] = {
+                d: gold <= {s.passage.id for s in retriever.rerank(query, cands, order, d, k).top} for d in depths
+            }
+        per_question.append(row)
+    t_total = time.perf_counter() - t0
+
+    def table(rows: list[dict], key: str) -> dict[str, dict[str, float]]:
+        return {
+            o: {str(d): (float(np.mean([r[key][o][d] for r in rows])) if rows else float("nan")) for d in depths}
+            for o in ORDERINGS
+        }
+
+    subsets = {"all": per_question, "gold_in_pool": [r for r in per_question if r["gold_in_pool"]]}
+    report: dict = {
+        "eval": "frontload",
+        "dataset": dataset,
+        "metric": f"complete-evidence recall@{k} (all gold paragraphs in the final top {k}) after the second stage",
+        "second_stage": f"BiEncoderScorer({getattr(embedder, 'name', 'embedder')})",
+        "first_stage": f"BM25 top {pool_size} over the open pool",
+        "pool": {"rows": len(pool_rows), "paragraphs": len(pool.passages)},
+        "questions": n_eval,
+        "questions_without_gold_in_pool": no_gold,
+        "depths": list(depths),
+        "k": k,
+        "frontload_options": options,
+        "seed": seed,
+        "seconds": {"embed_or_cache": round(t_embed, 1), "total": round(t_total, 1)},
+        "subsets": {},
+    }
+    lo, hi = min(depths), max(depths)
+    for name, rows in subsets.items():
+        entry = {"n": len(rows), "recall": table(rows, "complete"), "all_gold_in_first_D": table(rows, "prefix")}
+        if rows:
+            a = np.array([r["complete"]["frontload"][lo] for r in rows], dtype=float)
+            b = np.array([r["complete"]["first_stage"][hi] for r in rows], dtype=float)
+            entry[f"frontload@{lo}_minus_first_stage@{hi}"] = {
+                "diff": float(a.mean() - b.mean()),
+                "ci95": list(_bootstrap_diff(a, b, seed)),
+            }
+        report["subsets"][name] = entry
+    return report
+
+
+def frontload_markdown(report: dict) -> str:
+    """A Markdown table of a :func:`run_frontload_eval` report."""
+    depths = report["depths"]
+    lines = [
+        f"### {report['dataset']}: {report['metric']}",
+        "",
+        f"{report['first_stage']} ({report['pool']['paragraphs']} paragraphs from {report['pool']['rows']} rows), "
+        f"second stage {report['second_stage']}; {report['questions']} questions "
+        f"({report['questions_without_gold_in_pool']} without gold in the pool left out).",
+        "",
+    ]
+    for name, entry in report["subsets"].items():
+        lines += [f"**{name}** (n={entry['n']})", "", "| ordering | " + " | ".join(f"D={d}" for d in depths) + " |"]
+        lines.append("|---|" + "---|" * len(depths))
+        for o, row in entry["recall"].items():
+            prefix = entry["all_gold_in_first_D"][o]
+            cells = [f"{100 * row[str(d)]:.2f}% ({100 * prefix[str(d)]:.1f}%)" for d in depths]
+            lines.append(f"| {o} | " + " | ".join(cells) + " |")
+        key = next((k for k in entry if k.startswith("frontload@")), None)
+        if key:
+            d = entry[key]
+            lines += ["", f"{key}: {100 * d['diff']:+.2f} points (95% paired bootstrap CI "
+                      f"{100 * d['ci95'][0]:+.2f} to {100 * d['ci95'][1]:+.2f})"]
+        lines.append("")
+    lines.append("Cells: recall after the second stage (share of questions with all gold in the first D, before it).")
+    return "\n".join(lines) + "\n"
+
+
+# --- (b) serving simulation --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SimTrace:
+    """Per-request times of one simulated run (seconds; arrays aligned by request)."""
+
+    arrival: np.ndarray
+    depth: np.ndarray
+    rerank_wait: np.ndarray
+    rerank_service: np.ndarray
+    llm_wait: np.ndarray
+    llm_service: np.ndarray
+    end_to_end: np.ndarray
+
+
+def simulate_tandem(
+    arrivals: np.ndarray,
+    rerank_service: dict[int, float],
+    llm_service: np.ndarray,
+    llm_servers: int,
+    policy,
+) -> SimTrace:
+    """Discrete-event simulation of a FIFO single-server reranker feeding a FIFO LLM stage.
+
+    ``arrivals`` sorted arrival times; ``rerank_service[D]`` the reranker's service time
+    at depth ``D``; ``llm_service[i]`` request ``i``'s LLM service time on one of
+    ``llm_servers`` parallel slots. ``policy`` is a fixed depth (``int``) or a
+    :class:`~rootweaver_innovations.frontload.DepthController`, which decides each
+    request's depth when its rerank service starts from the two backlogs at that instant:
+    seconds of queued (not yet started) work, per server, at each stage. Both stages are
+    FIFO, so the events are processed exactly in request order (the Lindley recursion).
+    """
+    import heapq
+
+    from rootweaver_innovations.frontload import DepthController
+
+    n = arrivals.shape[0]
+    adaptive = isinstance(policy, DepthController)
+    depth_now = policy.d_max if adaptive else int(policy)
+    if depth_now not in rerank_service:
+        raise ValueError(f"no rerank service time for depth {depth_now}")
+    depth = np.zeros(n, dtype=int)
+    start1 = np.zeros(n)
+    start2 = np.zeros(n)
+    finish2 = np.zeros(n)
+    free = [0.0] * llm_servers  # when each LLM slot is next free
+    finish1 = 0.0
+    for i in range(n):
+        t = max(arrivals[i], finish1)
+        if adaptive:
+            waiting_rr = int(np.searchsorted(arrivals, t, side="right")) - i - 1
+            waiting_llm = i - int(np.searchsorted(start2[:i], t, side="right"))
+            rr_backlog = waiting_rr * rerank_service[depth_now]
+            llm_backlog = float(llm_service[i - waiting_llm : i].sum()) / llm_servers if waiting_llm else 0.0
+            depth_now = policy.next_depth(depth_now, rr_backlog, llm_backlog)
+        depth[i] = depth_now
+        start1[i] = t
+        finish1 = t + rerank_service[depth_now]
+        slot = heapq.heappop(free)
+        start2[i] = max(finish1, slot)
+        finish2[i] = start2[i] + llm_service[i]
+        heapq.heappush(free, finish2[i])
+    service1 = np.array([rerank_service[d] for d in depth])
+    return SimTrace(
+        arrivals, depth, start1 - arrivals, service1, start2 - (start1 + service1), np.asarray(llm_service), finish2 - arrivals
+    )
+
+
+def measure_rerank_service(embedder, passages: Sequence[Passage], depths: Sequence[int], reps: int = 3, batch: int = 20) -> dict:
+    """Median wall time of the real :class:`BiEncoderScorer` scoring ``D`` passages, per ``D``.
+
+    No passage vector is precomputed, so each call encodes its ``D`` passages in batches of
+    ``batch`` (the work a cross-encoder does per query). Returns ``{"median": {D: s},
+    "all": {D: [s, ...]}}``.
+    """
+    import time
+
+    from rootweaver_innovations.rerank import BiEncoderScorer
+
+    if len(passages) < max(depths):
+        raise ValueError(f"need {max(depths)} passages to time depth {max(depths)}, got {len(passages)}")
+    if hasattr(embedder, "batch_size"):
+        embedder.batch_size = batch
+    scorer = BiEncoderScorer(embedder)
+    scorer.score("warm up", list(passages[:batch]))
+    times: dict[int, list[float]] = {}
+    for d in sorted(set(depths)):
+        times[d] = []
+        for r in range(reps):
+            head = list(passages[r : r + d])
+            t0 = time.perf_counter()
+            scorer.score(f"timing query {r}", head)
+            times[d].append(time.perf_counter() - t0)
+    return {"median": {d: float(np.median(v)) for d, v in times.items()}, "all": times}
+
+
+def measure_llm_service(base_url: str, prompts: Sequence[str], max_tokens: int = 32, model: str | None = None) -> float:
+    """Mean wall time of sequential chat completions at an OpenAI-compatible ``base_url``."""
+    import json
+    import time
+    import urllib.request
+
+    root = base_url.rstrip("/")
+    root = root if root.endswith("/v1") else root + "/v1"
+    if model is None:
+        with urllib.request.urlopen(root + "/models", timeout=30) as resp:
+            model = json.load(resp)["data"][0]["id"]
+    times = []
+    for prompt in prompts:
+        body = json.dumps(
+            {"model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, "temperature": 0}
+        ).encode()
+        req = urllib.request.Request(root + "/chat/completions", body, {"Content-Type": "application/json"})
+        t0 = time.perf_counter()
+        with urllib.request.urlopen(req, timeout=600) as resp:
+            resp.read()
+        times.append(time.perf_counter() - t0)
+    return float(np.mean(times))
+
+
+def _pct(a: np.ndarray, q: float) -> float:
+    return round(float(np.percentile(a, q)), 3)
+
+
+def run_pace_simulation(
+    *,
+    rates: Sequence[float] = (0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 1.2),
+    fixed_depths: Sequence[int] = (20, 50, 100),
+    controller=None,
+    n_requests: int = 3000,
+    warmup: int = 300,
+    seed: int = 7,
+    rerank_service: dict[int, float] | None = None,
+    embedder=None,
+    measure_reps: int = 3,
+    llm_service_s: float = 3.0,
+    llm_servers: int = 8,
+    llm_cv: float = 0.5,
+    llm_base_url: str | None = None,
+    data_root: Path = DEFAULT_DATA_ROOT,
+) -> dict:
+    """Fixed ``D`` versus adaptive ``D`` across Poisson arrival rates (requests/s).
+
+    Rerank service times are measured here (``rerank_service`` overrides, for tests). The
+    LLM stage has ``llm_servers`` slots with gamma-distributed service times of mean
+    ``llm_service_s`` and coefficient of variation ``llm_cv``; with ``llm_base_url`` the
+    mean is measured from that server (one slot). Arrivals and LLM draws are shared by all
+    policies at a rate (common random numbers). The first ``warmup`` requests are not
+    counted. Returns a JSON-ready report.
+    """
+    from rootweaver_innovations.frontload import DepthController
+
+    controller = controller or DepthController()
+    if n_requests <= warmup or warmup < 0:
+        raise ValueError(f"need n_requests > warmup >= 0, got {n_requests} and {warmup}")
+    if not rates or min(rates) <= 0:
+        raise ValueError(f"rates must be positive, got {rates}")
+    all_depths = sorted(set(fixed_depths) | set(controller.depths))
+    measured = None
+    llm_source = "configured"
+    if rerank_service is None or llm_base_url:
+        rows = load_rows("hotpotqa", 40, data_root)
+        passages = list(build_open_pool(rows).passages)
+    if rerank_service is None:
+        if embedder is None:
+            from rootweaver_innovations.embeddings import MiniLMEmbedder
+
+            embedder = MiniLMEmbedder()
+        measured = measure_rerank_service(embedder, passages, all_depths, measure_reps, controller.batch)
+        rerank_service = measured["median"]
+    missing = [d for d in all_depths if d not in rerank_service]
+    if missing:
+        raise ValueError(f"no rerank service time for depths {missing}")
+    if llm_base_url:
+        from rootweaver_innovations.rerank import passage_text
+
+        prompts = [
+            "Answer briefly.\n" + "\n".join(passage_text(p) for p in passages[5 * i : 5 * i + 5]) + f"\nQuestion: {q}"
+            for i, q in enumerate(r.question for r in rows[:3])
+        ]
+        llm_service_s, llm_servers, llm_source = measure_llm_service(llm_base_url, prompts), 1, f"measured at {llm_base_url}"
+    rng = np.random.default_rng(seed)
+    policies = {f"fixed D={d}": d for d in fixed_depths} | {"adaptive": controller}
+    results = []
+    for rate in rates:
+        arrivals = np.cumsum(rng.exponential(1.0 / rate, n_requests))
+        if llm_cv > 0:
+            shape = 1.0 / llm_cv**2
+            llm = rng.gamma(shape, llm_service_s / shape, n_requests)
+        else:
+            llm = np.full(n_requests, llm_service_s)
+        for name, policy in policies.items():
+            tr = simulate_tandem(arrivals, rerank_service, llm, llm_servers, policy)
+            keep = slice(warmup, None)
+            results.append(
+                {
+                    "rate": rate,
+                    "policy": name,
+                    "mean_depth": round(float(tr.depth[keep].mean()), 2),
+                    "rerank_queue_p50": _pct(tr.rerank_wait[keep], 50),
+                    "rerank_queue_p95": _pct(tr.rerank_wait[keep], 95),
+                    "llm_queue_p50": _pct(tr.llm_wait[keep], 50),
+                    "llm_queue_p95": _pct(tr.llm_wait[keep], 95),
+                    "rerank_stage_mean": round(float((tr.rerank_wait + tr.rerank_service)[keep].mean()), 3),
+                    "llm_stage_mean": round(float((tr.llm_wait + tr.llm_service)[keep].mean()), 3),
+                    "e2e_p50": _pct(tr.end_to_end[keep], 50),
+                    "e2e_p95": _pct(tr.end_to_end[keep], 95),
+                }
+            )
+    return {
+        "eval": "pace",
+        "rates": list(rates),
+        "n_requests": n_requests,
+        "warmup": warmup,
+        "seed": seed,
+        "controller": {"d_min": controller.d_min, "d_max": controller.d_max, "batch": controller.batch},
+        "rerank_service_s": {str(d): round(s, 4) for d, s in sorted(rerank_service.items())},
+        "rerank_service_measured": None
+        if measured is None
+        else {"reps": measure_reps, "all_s": {str(d): [round(x, 4) for x in v] for d, v in measured["all"].items()}},
+        "llm": {"mean_service_s": round(llm_service_s, 4), "servers": llm_servers, "cv": llm_cv, "source": llm_source},
+        "results": results,
+    }
+
+
+def pace_markdown(report: dict) -> str:
+    """Markdown tables of a :func:`run_pace_simulation` report (times in seconds)."""
+    svc = ", ".join(f"D={d}: {s:.3f}s" for d, s in report["rerank_service_s"].items())
+    llm = report["llm"]
+    lines = [
+        "### Serving simulation: reranker then LLM, open-loop Poisson arrivals",
+        "",
+        f"Rerank service per request ({svc}); LLM mean {llm['mean_service_s']}s on {llm['servers']} slot(s), "
+        f"cv {llm['cv']} ({llm['source']}); {report['n_requests']} requests per rate, first {report['warmup']} "
+        f"dropped, seed {report['seed']}.",
+        "",
+        "| QPS | policy | mean D | rerank queue p50/p95 | LLM queue p50/p95 | mean time in rerank/LLM stage | e2e p50/p95 | heavier stage |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in report["results"]:
+        neck = "reranker" if r["rerank_stage_mean"] > r["llm_stage_mean"] else "LLM"
+        lines.append(
+            f"| {r['rate']} | {r['policy']} | {r['mean_depth']} | {r['rerank_queue_p50']}/{r['rerank_queue_p95']} | "
+            f"{r['llm_queue_p50']}/{r['llm_queue_p95']} | {r['rerank_stage_mean']}/{r['llm_stage_mean']} | "
+            f"{r['e2e_p50']}/{r['e2e_p95']} | {neck} |"
+        )
+    lines += ["", "| QPS | adaptive e2e p95 | best fixed e2e p95 | adaptive <= best fixed | adaptive <= fixed D=max |", "|---|---|---|---|---|"]
+    for rate in report["rates"]:
+        rows = {r["policy"]: r for r in report["results"] if r["rate"] == rate}
+        fixed = {k: v for k, v in rows.items() if k.startswith("fixed")}
+        best = min(fixed, key=lambda k: fixed[k]["e2e_p95"])
+        top = max(fixed, key=lambda k: int(k.split("=")[1]))
+        a = rows["adaptive"]["e2e_p95"]
+        lines.append(
+            f"| {rate} | {a} | {fixed[best]['e2e_p95']} ({best}) | {'yes' if a <= fixed[best]['e2e_p95'] else 'no'} | "
+            f"{'yes' if a <= fixed[top]['e2e_p95'] else 'no'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def plot_pace(report: dict, path: Path) -> Path:
+    """PNG: p95 end-to-end latency and p95 queue time per stage versus arrival rate."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError("the plot needs the 'eval' extra: pip install 'rootweaver[eval]'") from exc
+    policies = list(dict.fromkeys(r["policy"] for r in report["results"]))
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    for name in policies:
+        rows = [r for r in report["results"] if r["policy"] == name]
+        x = [r["rate"] for r in rows]
+        style = dict(marker="o", lw=2.5 if name == "adaptive" else 1.2, ls="-" if name == "adaptive" else "--")
+        axes[0].plot(x, [r["e2e_p95"] for r in rows], label=name, **style)
+        axes[1].plot(x, [r["rerank_queue_p95"] for r in rows], label=f"{name} reranker", **style)
+        axes[2].plot(x, [r["mean_depth"] for r in rows], label=name, **style)
+    for name in policies:
+        rows = [r for r in report["results"] if r["policy"] == name]
+        axes[1].plot([r["rate"] for r in rows], [r["llm_queue_p95"] for r in rows], ls=":", lw=1, label=f"{name} LLM")
+    for ax, title, ylab in zip(
+        axes,
+        ("p95 end-to-end latency", "p95 queue time per stage", "mean rerank depth D"),
+        ("seconds (log)", "seconds (symlog)", "D"),
+        strict=True,
+    ):
+        ax.set_title(title)
+        ax.set_xlabel("arrival rate (requests/s)")
+        ax.set_ylabel(ylab)
+        ax.grid(alpha=0.3)
+    axes[0].set_yscale("log")
+    axes[1].set_yscale("symlog", linthresh=0.1)
+    axes[0].legend(fontsize=8)
+    axes[1].legend(fontsize=6, ncol=2)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
