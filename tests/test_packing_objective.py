@@ -158,3 +158,26 @@ def test_default_weights_are_the_papers():
 def test_objective_rejects_mismatched_inputs():
     with pytest.raises(ValueError, match="disagree"):
         SubmodularObjective(np.ones(2), np.zeros((3, 1), dtype=bool), np.eye(2), np.zeros(2, dtype=np.int64))
+
+
+def test_similarity_docstring_examples():
+    import doctest
+
+    from rootweaver_innovations.packing import similarity
+
+    result = doctest.testmod(similarity)
+    assert result.attempted >= 2 and result.failed == 0
+
+
+def test_similarity_records_are_validated_and_dense_clips_negatives():
+    from rootweaver_innovations.packing import Similarity, dense_similarity
+
+    # orthogonal and opposite vectors: cosines 0 and -1 -> clipped to 0; self = 1
+    s = dense_similarity(np.array([[1.0, 0.0], [0.0, 2.0], [-1.0, 0.0]])).matrix
+    assert s.tolist() == [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
+    with pytest.raises(ValueError):
+        Similarity(np.full((2, 2), 1.5), "dense")
+    with pytest.raises(ValueError):
+        Similarity(np.eye(2), "cosine")
+    with pytest.raises(ValueError):
+        dense_similarity(np.array([1.0, 2.0]))
