@@ -106,6 +106,31 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    """Answer questions from stdin through the capability; expose /metrics on 127.0.0.1."""
+    from .config import MultiHopConfig
+    from .metrics import Metrics
+    from .multi_hop import MultiHopCapability, RequestContext
+
+    config = MultiHopConfig.from_yaml(args.config)
+    metrics = Metrics()
+    if args.metrics_port is not None:
+        server = metrics.serve(args.metrics_port)
+        print(f"metrics: http://{server.addr}:{server.port}/metrics", file=sys.stderr, flush=True)
+    capability = MultiHopCapability(config, metrics=metrics)
+    for line in sys.stdin:
+        question = line.strip()
+        if not question:
+            continue
+        ctx = RequestContext(query=question, user_id=args.user_id)
+        try:
+            capability.execute(ctx)
+        except ValueError as exc:
+            ctx.metadata["error"] = str(exc)
+        print(json.dumps({"question": question, **ctx.metadata}, ensure_ascii=False, default=str), flush=True)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="rootweaver", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -117,6 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--max-hops", type=_positive_int, default=5)
     ask.add_argument("--json", action="store_true", help="print one JSON object")
     ask.set_defaults(func=_cmd_ask)
+    serve = sub.add_parser("serve", help="answer questions from stdin via MultiHopCapability; optional /metrics")
+    serve.add_argument("--config", type=Path, default=Path("configs/retrieval/multi_hop.yaml"))
+    serve.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on 127.0.0.1:PORT")
+    serve.add_argument("--user-id", help="user id passed to the flag provider (percentage rollouts)")
+    serve.set_defaults(func=_cmd_serve)
     from evals.commands import add_eval_parsers
 
     add_eval_parsers(sub)

@@ -52,3 +52,27 @@ def test_malformed_corpus_reports_line_number(tmp_path, capsys):
     assert main(["ask", "q?", "--corpus", str(f)]) == 2
     assert f"{f}:2: malformed JSON" in capsys.readouterr().err
 
+
+
+def test_serve_answers_stdin_and_exposes_metrics(monkeypatch, capsys):
+    import io
+    import urllib.request
+
+    from rootweaver_capabilities import metrics as metrics_mod
+
+    servers = []
+    real_serve = metrics_mod.Metrics.serve
+
+    def keep(self, port, addr="127.0.0.1"):
+        servers.append((self, real_serve(self, port, addr)))
+        return servers[-1][1]
+
+    monkeypatch.setattr(metrics_mod.Metrics, "serve", keep)
+    monkeypatch.setattr("sys.stdin", io.StringIO("Who was born first David Draiman or Terry Kath?\n\n"))
+    assert main(["serve", "--metrics-port", "0"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert len(lines) == 1 and lines[0]["multi_hop"]["hops"] >= 1
+    server = servers[0][1]
+    body = urllib.request.urlopen(f"http://{server.addr}:{server.port}/metrics").read().decode()
+    assert 'multi_hop_context_chars_count{strategy="none"} 1.0' in body
+    server.close()
