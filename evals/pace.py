@@ -549,3 +549,67 @@ def plot_pace(report: dict, path: Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def _write(out_dir: Path, stem: str, report: dict, markdown: str) -> None:
+    import json
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    (out_dir / f"{stem}.md").write_text(markdown, encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``frontload`` or ``pace``: run the eval, print Markdown, write JSON + Markdown (+ PNG)."""
+    import argparse
+    import os
+
+    parser = argparse.ArgumentParser(prog="rootweaver eval", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    fl = sub.add_parser("frontload", help="complete-evidence recall@5 with/without frontloading, per depth")
+    fl.add_argument("--dataset", choices=sorted(DATASETS), default="hotpotqa")
+    fl.add_argument("--limit", type=int, default=None, help="questions evaluated (the pool is always all rows)")
+    fl.add_argument("--depths", type=int, nargs="+", default=[20, 50, 100])
+    fl.add_argument("--k", type=int, default=5)
+    fl.add_argument("--seed", type=int, default=13)
+    pc = sub.add_parser("pace", help="serving simulation: fixed vs adaptive rerank depth")
+    pc.add_argument("--rates", type=float, nargs="+", default=None, help="arrival rates, requests/s")
+    pc.add_argument("--requests", type=int, default=3000)
+    pc.add_argument("--reps", type=int, default=3, help="timing repetitions per depth")
+    pc.add_argument("--llm-service", type=float, default=3.0, help="mean LLM service time, s (configured mode)")
+    pc.add_argument("--llm-servers", type=int, default=8, help="parallel LLM slots (configured mode)")
+    pc.add_argument("--llm-cv", type=float, default=0.5)
+    pc.add_argument("--seed", type=int, default=7)
+    for p in (fl, pc):
+        p.add_argument("--data-root", type=Path, default=DEFAULT_DATA_ROOT)
+        p.add_argument("--out", type=Path, default=Path("out/pace"))
+    args = parser.parse_args(argv)
+    if args.command == "frontload":
+        report = run_frontload_eval(
+            args.dataset, args.limit, depths=args.depths, k=args.k, data_root=args.data_root, seed=args.seed
+        )
+        md = frontload_markdown(report)
+        _write(args.out, f"frontload_{args.dataset}_{args.limit or 'all'}", report, md)
+    else:
+        kwargs = {"rates": args.rates} if args.rates else {}
+        report = run_pace_simulation(
+            n_requests=args.requests,
+            warmup=args.requests // 10,
+            seed=args.seed,
+            measure_reps=args.reps,
+            llm_service_s=args.llm_service,
+            llm_servers=args.llm_servers,
+            llm_cv=args.llm_cv,
+            llm_base_url=os.environ.get("LLM_BASE_URL") or None,
+            data_root=args.data_root,
+            **kwargs,
+        )
+        md = pace_markdown(report)
+        _write(args.out, "pace_simulation", report, md)
+        md += f"\nPlot: {plot_pace(report, args.out / 'pace_simulation.png')}\n"
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -185,7 +185,7 @@ class TwoStageRetriever:
         term_vectors: BM25TermVectors | None = None,
         n_seeds: int = 3,
         anchor_weight: float = 0.5,
-        dim_background: float = 0.1,
+        dim_background: float = 0.0,
         mmr_lambda: float = 0.7,
     ):
         if ordering not in ORDERINGS:
