@@ -260,7 +260,8 @@ class SubmodularObjective:
         """Marginal gain of F for each candidate in ``idx`` (all when None) given the selection."""
         total = np.zeros(self.n if idx is None else len(idx), dtype=np.float64)
         for w, term in zip(self._w, self.terms):
-            total = total + w * term.gains(idx)
+            if w:
+                total += w * term.gains(idx)
         return total
 
     def add(self, i: int) -> None:

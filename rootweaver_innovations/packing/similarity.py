@@ -41,7 +41,7 @@ class Similarity:
         m = self.matrix
         if not isinstance(m, np.ndarray) or m.ndim != 2 or m.shape[0] != m.shape[1]:
             raise ValueError(f"similarity matrix must be a square 2-D array, got shape {getattr(m, 'shape', None)}")
-        if m.size and (not np.all(np.isfinite(m)) or m.min() < 0.0 or m.max() > 1.0):
+        if m.size and not (0.0 <= m.min() and m.max() <= 1.0):  # NaN fails both comparisons
             raise ValueError("similarity values must be finite and in [0, 1]")
         if self.kind not in SIMILARITY_KINDS:
             raise ValueError(f"similarity kind must be one of {list(SIMILARITY_KINDS)}, got {self.kind!r}")
@@ -57,10 +57,10 @@ class Similarity:
 def _cosine(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1)
     nonzero = norms > 0
-    unit = np.zeros_like(vectors, dtype=np.float64)
-    unit[nonzero] = vectors[nonzero] / norms[nonzero, None]
-    sim = np.clip(unit @ unit.T, 0.0, 1.0)
-    np.fill_diagonal(sim, nonzero.astype(np.float64))
+    unit = vectors / np.where(nonzero, norms, 1.0)[:, None]  # zero rows stay zero
+    sim = unit @ unit.T
+    np.clip(sim, 0.0, 1.0, out=sim)
+    np.fill_diagonal(sim, nonzero)
     return sim
 
 
