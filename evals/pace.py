@@ -200,21 +200,25 @@ def run_frontload_eval(
         "questions_without_gold_in_pool": no_gold,
         "depths": list(depths),
         "k": k,
-        "frontload_options": options,
+        "frontload_options": {
+            key: getattr(retrievers["frontload"], key) for key in ("n_seeds", "anchor_weight", "seed_expansion", "dim_background")
+        },
         "seed": seed,
         "seconds": {"embed_or_cache": round(t_embed, 1), "total": round(t_total, 1)},
         "subsets": {},
     }
-    lo, hi = min(depths), max(depths)
+    lo, hi = (20 if 20 in depths else min(depths)), max(depths)
     for name, rows in subsets.items():
         entry = {"n": len(rows), "recall": table(rows, "complete"), "all_gold_in_first_D": table(rows, "prefix")}
-        if rows:
-            a = np.array([r["complete"]["frontload"][lo] for r in rows], dtype=float)
-            b = np.array([r["complete"]["first_stage"][hi] for r in rows], dtype=float)
-            entry[f"frontload@{lo}_minus_first_stage@{hi}"] = {
-                "diff": float(a.mean() - b.mean()),
-                "ci95": list(_bootstrap_diff(a, b, seed)),
-            }
+        entry["paired"] = {}
+        for (oa, da), (ob, db) in (((("frontload", lo), ("first_stage", hi))), ((("frontload", lo), ("first_stage", lo)))):
+            if rows:
+                a = np.array([r["complete"][oa][da] for r in rows], dtype=float)
+                b = np.array([r["complete"][ob][db] for r in rows], dtype=float)
+                entry["paired"][f"{oa}@{da} - {ob}@{db}"] = {
+                    "diff": float(a.mean() - b.mean()),
+                    "ci95": list(_bootstrap_diff(a, b, seed)),
+                }
         report["subsets"][name] = entry
     return report
 
@@ -222,12 +226,13 @@ def run_frontload_eval(
 def frontload_markdown(report: dict) -> str:
     """A Markdown table of a :func:`run_frontload_eval` report."""
     depths = report["depths"]
+    opts = ", ".join(f"{k}={v}" for k, v in report["frontload_options"].items())
     lines = [
         f"### {report['dataset']}: {report['metric']}",
         "",
         f"{report['first_stage']} ({report['pool']['paragraphs']} paragraphs from {report['pool']['rows']} rows), "
         f"second stage {report['second_stage']}; {report['questions']} questions "
-        f"({report['questions_without_gold_in_pool']} without gold in the pool left out).",
+        f"({report['questions_without_gold_in_pool']} without gold in the pool left out); frontloading {opts}.",
         "",
     ]
     for name, entry in report["subsets"].items():
@@ -237,9 +242,7 @@ def frontload_markdown(report: dict) -> str:
             prefix = entry["all_gold_in_first_D"][o]
             cells = [f"{100 * row[str(d)]:.2f}% ({100 * prefix[str(d)]:.1f}%)" for d in depths]
             lines.append(f"| {o} | " + " | ".join(cells) + " |")
-        key = next((k for k in entry if k.startswith("frontload@")), None)
-        if key:
-            d = entry[key]
+        for key, d in entry["paired"].items():
             lines += ["", f"{key}: {100 * d['diff']:+.2f} points (95% paired bootstrap CI "
                       f"{100 * d['ci95'][0]:+.2f} to {100 * d['ci95'][1]:+.2f})"]
         lines.append("")
@@ -572,6 +575,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     fl.add_argument("--depths", type=int, nargs="+", default=[20, 50, 100])
     fl.add_argument("--k", type=int, default=5)
     fl.add_argument("--seed", type=int, default=13)
+    fl.add_argument("--anchor-weight", type=float, default=None, help="frontloading soft-anchor weight")
+    fl.add_argument("--seed-expansion", type=float, default=None, help="frontloading seed-term dimension weight")
     pc = sub.add_parser("pace", help="serving simulation: fixed vs adaptive rerank depth")
     pc.add_argument("--rates", type=float, nargs="+", default=None, help="arrival rates, requests/s")
     pc.add_argument("--requests", type=int, default=3000)
@@ -585,11 +590,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--out", type=Path, default=Path("out/pace"))
     args = parser.parse_args(argv)
     if args.command == "frontload":
+        options = {
+            key: value
+            for key, value in (("anchor_weight", args.anchor_weight), ("seed_expansion", args.seed_expansion))
+            if value is not None
+        }
         report = run_frontload_eval(
-            args.dataset, args.limit, depths=args.depths, k=args.k, data_root=args.data_root, seed=args.seed
+            args.dataset, args.limit, depths=args.depths, k=args.k, data_root=args.data_root, seed=args.seed,
+            frontload_options=options,
         )
         md = frontload_markdown(report)
-        _write(args.out, f"frontload_{args.dataset}_{args.limit or 'all'}", report, md)
+        tag = "".join(f"_{k}{v:g}" for k, v in options.items())
+        _write(args.out, f"frontload_{args.dataset}_{args.limit or 'all'}{tag}", report, md)
     else:
         kwargs = {"rates": args.rates} if args.rates else {}
         report = run_pace_simulation(

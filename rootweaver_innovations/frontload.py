@@ -180,6 +180,7 @@ def frontload(
     *,
     n_seeds: int = 3,
     anchor_weight: float = 0.5,
+    seed_expansion: float = 0.0,
 ) -> FrontloadResult:
     """PACE frontloading of ``n`` candidates (rows of ``term_matrix``, first-stage order).
 
@@ -188,15 +189,20 @@ def frontload(
     non-negative direct query-candidate scores (scaled here to a maximum of 1);
     ``dim_weights`` ``(m,)``: non-negative importance of each dimension. Candidate weight
     ``w = relevance / max(relevance) + anchor_weight * anchor`` (see
-    :func:`anchor_scores`). Returns the greedy order over :class:`CoverageObjective`
-    with the gain of each step and the seeds. ``ValueError`` on shape or sign errors.
+    :func:`anchor_scores`). ``seed_expansion`` > 0 also anchors the dimensions: each
+    dimension's weight grows by ``seed_expansion * max(u) * e[t] / max(e)`` with ``e`` the
+    per-dimension max of the seeds' unit rows, so terms the seeds share with a bridge
+    paragraph (an entity named in the seed) count as query semantics. Returns the greedy
+    order over :class:`CoverageObjective` with the gain of each step and the seeds.
+    ``ValueError`` on shape or sign errors.
     """
     x = _nonneg_matrix("term_matrix", term_matrix, 2)
     rel = _nonneg_matrix("relevance", relevance, 1)
     if rel.shape[0] != x.shape[0]:
         raise ValueError(f"relevance has {rel.shape[0]} entries for {x.shape[0]} candidates")
-    if anchor_weight < 0 or not np.isfinite(anchor_weight):
-        raise ValueError(f"anchor_weight must be a finite number >= 0, got {anchor_weight}")
+    for name, v in (("anchor_weight", anchor_weight), ("seed_expansion", seed_expansion)):
+        if v < 0 or not np.isfinite(v):
+            raise ValueError(f"{name} must be a finite number >= 0, got {v}")
     top = rel.max() if rel.size else 0.0
     rel_n = rel / top if top > 0 else rel
     anchors, seeds = anchor_scores(x, rel_n, n_seeds)
@@ -204,8 +210,13 @@ def frontload(
     u = _nonneg_matrix("dim_weights", dim_weights, 1)
     if u.shape[0] != x.shape[1]:
         raise ValueError(f"term_matrix has {x.shape[1]} dimensions but dim_weights has {u.shape[0]}")
+    unit = _unit_rows(x)
+    if seed_expansion > 0 and seeds:
+        e = unit[list(seeds)].max(axis=0)
+        if e.max() > 0:
+            u = u + seed_expansion * (u.max() if u.max() > 0 else 1.0) * e / e.max()
     live = u > 0  # a zero-weight dimension adds nothing to F: leave it out of the greedy
-    objective = CoverageObjective.create((weights[:, None] * _unit_rows(x))[:, live], u[live])
+    objective = CoverageObjective.create((weights[:, None] * unit)[:, live], u[live])
     result = greedy_order(objective)
     return FrontloadResult(result.order, result.gains, seeds)
 

@@ -168,7 +168,10 @@ class TwoStageRetriever:
     """BM25 pool of ``pool_size`` -> ``ordering`` -> first ``depth`` re-scored -> top ``k``.
 
     ``ordering`` is one of :data:`ORDERINGS`. Frontloading and MMR read BM25 term weights
-    (``term_vectors``, built from the first stage's passages when not given).
+    (``term_vectors``, built from the first stage's passages when not given). The
+    frontloading knobs (``n_seeds``, ``anchor_weight``, ``seed_expansion``) go to
+    :func:`~rootweaver_innovations.frontload.frontload`; the query's term weights are
+    scaled to a maximum of 1 first.
     ``dim_background`` adds a uniform weight (relative to the largest query-term weight) to
     every term, so a bridge paragraph's own terms count as coverage too. Satisfies the
     ``Retriever`` protocol: ``search`` returns at most ``min(k, depth)`` passages.
@@ -185,6 +188,7 @@ class TwoStageRetriever:
         term_vectors: BM25TermVectors | None = None,
         n_seeds: int = 3,
         anchor_weight: float = 0.5,
+        seed_expansion: float = 0.5,
         dim_background: float = 0.0,
         mmr_lambda: float = 0.7,
     ):
@@ -201,6 +205,7 @@ class TwoStageRetriever:
         self.ordering = ordering
         self.n_seeds = n_seeds
         self.anchor_weight = anchor_weight
+        self.seed_expansion = seed_expansion
         self.dim_background = dim_background
         self.mmr_lambda = mmr_lambda
         if term_vectors is None and ordering != "first_stage":
@@ -221,7 +226,9 @@ class TwoStageRetriever:
             return mmr_order(x, rel, self.mmr_lambda)
         top = u.max() if u.size else 0.0
         u = u / top + self.dim_background if top > 0 else np.full_like(u, self.dim_background)
-        return frontload(x, rel, u, n_seeds=self.n_seeds, anchor_weight=self.anchor_weight).order
+        return frontload(
+            x, rel, u, n_seeds=self.n_seeds, anchor_weight=self.anchor_weight, seed_expansion=self.seed_expansion
+        ).order
 
     def rerank(
         self, query: str, candidates: Sequence[ScoredPassage], order: Sequence[int], depth: int, k: int

@@ -51,10 +51,10 @@ def objective_and_sets(draw):
 
 
 @settings(max_examples=400, deadline=None)
-@given(frontload_inputs(), st.integers(0, 4), st.sampled_from([0.0, 0.5, 1.0]))
-def test_frontload_is_a_permutation_with_nonincreasing_gains(inputs, n_seeds, anchor_weight):
+@given(frontload_inputs(), st.integers(0, 4), st.sampled_from([0.0, 0.5, 1.0]), st.sampled_from([0.0, 0.5, 2.0]))
+def test_frontload_is_a_permutation_with_nonincreasing_gains(inputs, n_seeds, anchor_weight, seed_expansion):
     x, rel, u = inputs
-    res = frontload(x, rel, u, n_seeds=n_seeds, anchor_weight=anchor_weight)
+    res = frontload(x, rel, u, n_seeds=n_seeds, anchor_weight=anchor_weight, seed_expansion=seed_expansion)
     assert sorted(res.order) == list(range(x.shape[0]))
     assert len(res.gains) == x.shape[0]
     # greedy on a submodular objective: each pick adds no more than the previous one
@@ -141,6 +141,24 @@ def test_worked_example_bridge_enters_the_prefix_through_its_anchor():
     assert anchored.seeds == (0,)
 
 
+def test_seed_expansion_gives_the_seed_terms_weight():
+    # dims [q, e], u = (1, 0): only the query term counts. c0 (the seed) has q and e, c1
+    # only e. Unit rows c0 = (r, r), c1 = (0, 1), r = 1/sqrt(2); w0 = 1.
+    # Plain: c0's gain is r * 1 = r. Expansion 1: e = c0's unit row (r, r), so
+    # u' = (1, 0) + 1 * max(u) * (r, r) / r = (2, 1) and c0's gain is 2 r + r = 3 r.
+    # c1 (w1 = .5 * cos(c1, c0) = .5 r) then has .5 r on e, below the covered r: gain 0.
+    x = np.array([[1.0, 1.0], [0.0, 1.0]])
+    rel = np.array([1.0, 0.0])
+    u = np.array([1.0, 0.0])
+    r = 0.5**0.5
+    plain = frontload(x, rel, u, n_seeds=1)
+    expanded = frontload(x, rel, u, n_seeds=1, seed_expansion=1.0)
+    assert plain.gains == pytest.approx((r, 0.0))
+    # step 1 for c0 under u' = (1 + 1, 0 + 1): r * 2 + r * 1 = 3 r
+    assert expanded.order == (0, 1)
+    assert expanded.gains == pytest.approx((3 * r, 0.0))
+
+
 def test_anchor_scores_exclude_self_similarity():
     x = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
     scores, seeds = anchor_scores(x, np.array([3.0, 2.0, 1.0]), n_seeds=1)
@@ -156,6 +174,7 @@ def test_anchor_scores_exclude_self_similarity():
         (lambda: frontload(np.ones((2, 2)), np.ones(2), np.ones(3)), "dim_weights has 3"),
         (lambda: frontload(np.ones((2, 2)), np.ones(2), -np.ones(2)), "non-negative"),
         (lambda: frontload(np.ones((2, 2)), np.ones(2), np.ones(2), anchor_weight=-1), "anchor_weight"),
+        (lambda: frontload(np.ones((2, 2)), np.ones(2), np.ones(2), seed_expansion=np.inf), "seed_expansion"),
         (lambda: mmr_order(np.ones((2, 2)), np.ones(2), lam=2.0), "lam"),
         (lambda: CoverageObjective.create(np.ones(3), np.ones(3)), "2-dimensional"),
     ],
