@@ -35,13 +35,14 @@ from rootweaver_innovations.packing import Budget, Candidate, dense_similarity, 
 from rootweaver_innovations.retrieval import BM25Retriever, DenseRetriever, HybridRetriever, bm25_tokenize
 
 from .pace import DEFAULT_CACHE, build_open_pool, cached_embeddings
+from .peers import PEER_POLICIES, register_peers
 from .report import progress
 
 __all__ = ["BUDGETS", "POLICY_ORDER", "RETRIEVERS", "run_packing_eval"]
 
 BUDGETS = (96, 128, 160, 224)
 RETRIEVERS = ("bm25", "dense", "hybrid")
-POLICY_ORDER = ("naive", "focused", "mmr", "submodular", "line")
+POLICY_ORDER = ("naive", "focused", "mmr", "submodular", "line", "evidence")
 TOP_K = 5
 METRICS = ("aic", "coverage", "all_gold", "density", "tokens")
 
@@ -57,7 +58,8 @@ def sentence_candidates(question: str, passages: Sequence[Passage]) -> list[Cand
     """One candidate per sentence of ``passages`` (retrieval order), BM25 relevance vs ``question``.
 
     Relevance: rank-bm25 Okapi over the candidates' ``title + sentence`` tokens, clipped at 0.
-    ``doc_id`` is the passage id; ``position`` follows retrieval rank then sentence order.
+    ``doc_id`` is the passage id, ``source`` its title; ``position`` follows retrieval rank then
+    sentence order.
     """
     items = [(p, j, s) for p in passages for j, s in enumerate(p.sentences) if s.strip()]
     if not items:
@@ -65,7 +67,7 @@ def sentence_candidates(question: str, passages: Sequence[Passage]) -> list[Cand
     docs = [bm25_tokenize(f"{p.title} {s}") or ["<empty>"] for p, _, s in items]
     scores = np.clip(BM25Okapi(docs).get_scores(bm25_tokenize(question)), 0.0, None)
     return [
-        Candidate(id=f"{p.id}#{j}", doc_id=p.id, text=s.strip(), position=k, relevance=float(scores[k]))
+        Candidate(id=f"{p.id}#{j}", doc_id=p.id, text=s.strip(), position=k, relevance=float(scores[k]), source=p.title)
         for k, (p, j, s) in enumerate(items)
     ]
 
@@ -148,6 +150,9 @@ def run_packing_eval(
         raise ValueError(f"similarity must be 'tfidf' or 'dense', got {similarity!r}")
     if reference not in policies:
         raise ValueError(f"reference policy {reference!r} is not among the policies {list(policies)}")
+    peers = [p for p in policies if p in PEER_POLICIES]
+    if peers:
+        register_peers(peers)
     counter = default_token_counter()
     need_dense = similarity == "dense" or any(r != "bm25" for r in retrievers)
     embed = _Embeddings(cache_dir) if need_dense else None

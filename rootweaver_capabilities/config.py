@@ -99,7 +99,7 @@ class CompactionConfig:
     """Compaction of the synthesis context (the trajectory is never compacted)."""
 
     enabled: bool = _knob(False, "bool", "Allow compaction at all (it also needs the flags, see flags.*).")
-    strategy: str = _knob("line", "str", "Compactor: line (extractive lines) or submodular (evidence packer).",
+    strategy: str = _knob("line", "str", "Compactor: line (extractive lines), submodular or evidence (packers).",
                           choices=COMPACTION_STRATEGIES)
     max_chars: int = _knob(2000, "int", "Hard budget of the synthesis context in characters (newlines count).",
                            check=_positive, rule="must be >= 1")

@@ -35,9 +35,10 @@ __all__ = ["SubmodularCompactor"]
 
 @dataclass(frozen=True, slots=True)
 class SubmodularCompactor:
-    """Compacts a trajectory context with the ``submodular`` packing policy.
+    """Compacts a trajectory context with a packing policy (``policy``, default ``submodular``).
 
-    ``weights`` and ``max_snippets`` go to :func:`~rootweaver_innovations.packing.pack`;
+    ``policy`` names a registered packing policy (unknown: ``ValueError`` on call); ``weights``
+    and ``max_snippets`` go to :func:`~rootweaver_innovations.packing.pack`;
     ``embedder`` (optional, injected; see :mod:`rootweaver_innovations.embeddings`)
     switches the similarity from TF-IDF to dense cosine of its embeddings.
     """
@@ -45,6 +46,7 @@ class SubmodularCompactor:
     weights: SubmodularWeights = SubmodularWeights()
     max_snippets: int | None = None
     embedder: Embedder | None = None
+    policy: str = "submodular"
 
     def __call__(
         self, context: str, *, max_chars: int, question: str = "", open_terms: Sequence[str] = ()
@@ -76,7 +78,7 @@ class SubmodularCompactor:
         headers = {f"L{i}": Header(h, lines[h]) for i, h in header_of.items()}
         similarity = dense_similarity(self.embedder.encode(texts)) if self.embedder and texts else None
         res = pack(
-            "submodular",
+            self.policy,
             candidates,
             " ".join([question, *open_terms]),
             Budget.chars(max_chars),
@@ -104,5 +106,5 @@ class SubmodularCompactor:
             dropped=tuple(sorted(dropped, key=lambda d: d.position)),
             max_chars=max_chars,
             input_chars=len(context),
-            strategy="submodular",
+            strategy=self.policy,
         )

@@ -275,3 +275,6 @@ def pack(
         similarity=sim.kind,
         fallback=chosen.fallback,
     )
+
+
+from . import evidence as _evidence  # noqa: E402,F401  (registers the "evidence" policy; it imports this module)
