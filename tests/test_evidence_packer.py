@@ -1,0 +1,168 @@
+"""The ``evidence`` packing policy: budget and verbatim properties, exact cover, compactor use."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import budgets, candidate_lists, contexts, queries
+
+from rootweaver_innovations.packing import POLICIES, Budget, Candidate, SubmodularCompactor, pack
+from rootweaver_innovations.packing.evidence import (
+    EVIDENCE_WEIGHTS,
+    EvidenceParams,
+    _cover,
+    answer_likelihood,
+    evidence_features,
+    evidence_policy,
+)
+from rootweaver_innovations.packing.budget import Knapsack
+from rootweaver_innovations.packing.objective import SubmodularObjective, SubmodularWeights, query_incidence
+from rootweaver_innovations.packing.policies import PackingProblem
+from rootweaver_innovations.strategies import STRATEGIES, make_compactor
+
+
+def _titled(cands: list[Candidate], titled: list[bool]) -> list[Candidate]:
+    """Give some candidates a ``source`` title naming another document (bridge features fire)."""
+    return [dataclasses.replace(c, source=f"{c.doc_id} alpha") if t else c for c, t in zip(cands, titled)]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    candidate_lists(max_size=8), queries, budgets, st.one_of(st.none(), st.integers(1, 4)),
+    st.lists(st.booleans(), min_size=8, max_size=8),
+)
+def test_budget_holds_output_is_verbatim_and_every_candidate_is_accounted_for(cands, query, budget, cap, titled):
+    cands = _titled(cands, titled)
+    res = pack("evidence", cands, query, budget, max_snippets=cap)
+    # never over budget, measured on the rendered text in the budget's unit
+    assert res.used == budget.measure(res.text) <= budget.limit
+    # whole candidate texts only (verbatim), in position order, joined by the separator
+    assert res.text == budget.separator.join(p.candidate.text for p in res.packet)
+    by_id = {c.id: c for c in cands}
+    assert all(p.candidate == by_id[p.candidate.id] for p in res.packet)
+    assert [p.candidate.position for p in res.packet] == sorted(p.candidate.position for p in res.packet)
+    # every input once, packet or omission; the cap holds; deterministic
+    assert sorted([p.candidate.id for p in res.packet] + [o.id for o in res.omissions]) == sorted(by_id)
+    assert cap is None or len(res.packet) <= cap
+    assert res == pack("evidence", cands, query, budget, max_snippets=cap)
+
+
+def _problem(cands: list[Candidate], query: str, budget: Budget) -> PackingProblem:
+    texts = [c.text for c in cands]
+    docs: dict[str, int] = {}
+    doc_index = np.array([docs.setdefault(c.doc_id, len(docs)) for c in cands], dtype=np.int64)
+    relevance = np.array([c.relevance for c in cands])
+    _terms, incidence = query_incidence(query, texts)
+    sim = np.eye(len(cands))
+    return PackingProblem(
+        candidates=tuple(cands), query=query, relevance=relevance, doc_index=doc_index, similarity=sim,
+        incidence=incidence, objective=SubmodularObjective(relevance, incidence, sim, doc_index, SubmodularWeights()),
+        knapsack=Knapsack(budget, texts), max_snippets=None,
+    )
+
+
+def _value(chosen, p, problem, params):
+    """The cover objective of a set: per covered document its bonus, per sentence p - price."""
+    first = {}
+    for i, d in enumerate(problem.doc_index.tolist()):
+        first.setdefault(d, i)
+    rank = {d: r for r, d in enumerate(sorted(first, key=first.get))}
+    covered = {int(problem.doc_index[i]) for i in chosen}
+    return sum(params.doc_bonus / (1 + params.rank_decay * rank[d]) for d in covered) + sum(
+        p[i] - params.price for i in chosen
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    candidate_lists(min_size=1, max_size=7), queries, st.integers(min_value=1, max_value=40),
+    st.sampled_from([0.0, 0.2, 1.0]), st.sampled_from([0.0, 0.03, 0.3]), st.integers(1, 3), st.sampled_from([1, 2]),
+)
+def test_cover_is_the_brute_force_optimum(cands, query, limit, bonus, price, options, per_doc):
+    params = EvidenceParams(doc_bonus=bonus, rank_decay=0.1, price=price, options_per_doc=options, max_per_doc=per_doc)
+    problem = _problem(cands, query, Budget.chars(limit))
+    p = answer_likelihood(problem)
+    cost, cap = problem.knapsack.item, problem.knapsack.capacity
+    allowed = set()  # each document's `options` best sentences by p (ties by input order)
+    for d in set(problem.doc_index.tolist()):
+        members = [i for i in range(len(cands)) if problem.doc_index[i] == d]
+        allowed |= set(sorted(members, key=lambda i: (-p[i], i))[:options])
+    best = 0.0
+    for k in range(len(cands) + 1):
+        for subset in itertools.combinations(sorted(allowed), k):
+            per = np.bincount(problem.doc_index[list(subset)], minlength=1) if subset else np.zeros(1)
+            if cost[list(subset)].sum() <= cap and per.max() <= per_doc:
+                best = max(best, _value(subset, p, problem, params))
+    chosen = _cover(p, problem, params)
+    assert cost[chosen].sum() <= cap
+    assert _value(chosen, p, problem, params) == pytest.approx(best, abs=1e-9)
+
+
+def test_a_large_document_bonus_covers_every_document_that_fits():
+    # doc A's two sentences are the most relevant; naive fills the budget with them, the
+    # evidence packer with a bonus far above any likelihood (< 1) must cover B as well.
+    cands = [
+        Candidate("a0", "A", "Paris capital city alpha beta", 0, 3.0),
+        Candidate("a1", "A", "Paris capital city gamma delta", 1, 2.9),
+        Candidate("b0", "B", "river song", 2, 0.1),
+    ]
+    budget = Budget.chars(61)  # costs len+1: 30, 31, 11 vs capacity 62: a0+a1 = 61 fits, all three (72) do not
+    assert pack("naive", cands, "Paris capital", budget).ids == ("a0", "a1")
+    POLICIES["test-evidence-bonus"] = functools.partial(evidence_policy, params=EvidenceParams(doc_bonus=10.0))
+    try:
+        res = pack("test-evidence-bonus", cands, "Paris capital", budget)
+    finally:
+        del POLICIES["test-evidence-bonus"]
+    assert {p.candidate.doc_id for p in res.packet} == {"A", "B"}
+
+
+def test_everything_that_fits_is_kept_whole_and_likelihoods_are_probabilities():
+    cands = [Candidate(f"c{i}", "AB"[i % 2], t, i, r) for i, t, r in
+             [(0, "Alice Smith was born in 1950.", 1.0), (1, "She wrote Bob Jones's biography.", 0.5)]]
+    res = pack("evidence", cands, "When was Alice Smith born?", Budget.tokens(100))
+    assert res.ids == ("c0", "c1") and res.omissions == ()
+    problem = _problem(cands, "When was Alice Smith born?", Budget.tokens(100))
+    feats = evidence_features(problem)
+    assert feats.shape == (2, len(EVIDENCE_WEIGHTS))
+    # the year cue fires on the when-question's sentence with a year, not on the other
+    col = [n for n, _w in EVIDENCE_WEIGHTS].index("year_cue")
+    assert feats[:, col].tolist() == [1.0, 0.0]
+    p = answer_likelihood(problem)
+    assert np.all((p > 0) & (p < 1))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"doc_bonus": -1}, {"rank_decay": float("nan")}, {"price": True}, {"options_per_doc": 0}, {"max_per_doc": 3}],
+)
+def test_bad_params_raise_value_error(kwargs):
+    with pytest.raises(ValueError):
+        EvidenceParams(**kwargs)
+
+
+@settings(max_examples=300, deadline=None)
+@given(contexts(), st.integers(min_value=1, max_value=200), queries)
+def test_evidence_compaction_strategy_is_verbatim_in_budget_and_idempotent(ctx, max_chars, question):
+    assert "evidence" in STRATEGIES
+    compact = make_compactor("evidence")
+    res = compact(ctx, max_chars=max_chars, question=question)
+    assert res.strategy == "evidence" and len(res.text) <= max_chars
+    lines = ctx.split("\n")
+    kept = [k.position for k in res.kept]
+    assert kept == sorted(kept) and all(lines[k.position] == k.text for k in res.kept)
+    assert res.text == "\n".join(k.text for k in res.kept)
+    assert sorted(kept + [d.position for d in res.dropped]) == list(range(len(lines)))
+    again = compact(res.text, max_chars=max_chars, question=question)
+    assert again.text == res.text
+    assert compact(ctx, max_chars=max_chars, question=question) == res
+
+
+def test_compactor_policy_field_defaults_to_submodular():
+    assert SubmodularCompactor().policy == "submodular"
+    assert SubmodularCompactor(policy="evidence")("A | x", max_chars=10).strategy == "evidence"
