@@ -51,6 +51,7 @@ __all__ = [
     "ADR_BAR",
     "CONFIG_OFF",
     "QualityRow",
+    "merge_reports",
     "quality_markdown",
     "run_quality",
     "summarise_rows",
@@ -263,6 +264,34 @@ def summarise_rows(rows: Sequence[QualityRow], configs: list[str], strategies: l
         verdict = "INVALID" if invalid else ("PASS" if gate[primary]["within_band"] else "FAIL")
         gates[strategy] = {"primary_metric": primary, "verdict": verdict, **gate}
     return {"configs": per_config, "noise_band": noise, "gates": gates, "primary_metric": primary, "n": n}
+
+
+_PER_RUN_SETTINGS = ("n_questions", "wall_s")
+
+
+def merge_reports(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One report from several runs over disjoint question sets with the same settings
+    (a run split into chunks): rows are concatenated and everything is re-summarised.
+    ``wall_s`` becomes the sum. Raises ``ValueError`` on no reports, differing settings
+    or a question present twice."""
+    if not reports:
+        raise ValueError("no reports to merge")
+    base = {k: v for k, v in reports[0]["settings"].items() if k not in _PER_RUN_SETTINGS}
+    for rep in reports[1:]:
+        other = {k: v for k, v in rep["settings"].items() if k not in _PER_RUN_SETTINGS}
+        if other != base:
+            raise ValueError(f"settings differ: {base} vs {other}")
+    rows = [QualityRow(**r) for rep in reports for r in rep["rows"]]
+    qids = [r.question_id for r in rows if r.config == CONFIG_OFF and r.run == 0]
+    if len(qids) != len(set(qids)):
+        raise ValueError("a question appears in more than one report")
+    configs = [CONFIG_OFF, *base["strategies"]]
+    merged = summarise_rows(rows, configs, list(base["strategies"]), len(qids), base["runs"],
+                            base["judge_model"] is not None, base["n_resamples"], evidence=base["mode"] == MODE_EVIDENCE)
+    merged["settings"] = {**base, "n_questions": len(qids), "wall_s": round(sum(r["settings"]["wall_s"] for r in reports), 1)}
+    merged["trajectory_mismatches"] = sum(r["trajectory_mismatches"] for r in reports)
+    merged["rows"] = [asdict(r) for r in rows]
+    return merged
 
 
 def quality_markdown(report: dict[str, Any], command: str = "") -> str:

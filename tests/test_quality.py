@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pytest
 
 from evals.quality import QualityRow, quality_markdown, run_quality, summarise_rows
@@ -64,3 +66,24 @@ def test_evidence_scores_are_strict():
     assert _ebg(qa, ctx, "Frank Herbert", [g1]) == {"ans": 1.0, "evid": 0.0, "joint": 0.0}  # one gold line uncited
     # g2 compacted away: it cannot be cited, so strict Evid fails even though every line present is cited
     assert _ebg(qa, ctx.rsplit("\n", 1)[0], "Frank Herbert", [g1])["evid"] == 0.0
+
+
+def test_merge_reports_resummarises_disjoint_chunks():
+    from evals.quality import merge_reports
+
+    settings = {"model": "m", "n_questions": 1, "runs": 2, "temperature": 0.7, "seeds": [0, 1], "mode": "answer",
+                "budget_chars": 100, "strategies": ["line"], "max_hops": 5, "passages_per_hop": 2, "max_tokens": 32,
+                "judge_model": None, "n_resamples": 200, "wall_s": 2.0}
+
+    def chunk(qid, off, on):
+        rows = [row(qid, "off", r, off) for r in (0, 1)] + [row(qid, "line", r, on) for r in (0, 1)]
+        rep = summarise_rows(rows, ["off", "line"], ["line"], 1, 2, judged=False, n_resamples=200)
+        return rep | {"settings": settings, "trajectory_mismatches": 0, "rows": [asdict(r) for r in rows]}
+
+    merged = merge_reports([chunk("q1", 1, 1), chunk("q2", 1, 0)])
+    # two questions: deltas 0 and -1 -> mean -0.5; off F1 1.0, line F1 0.5
+    assert merged["settings"]["n_questions"] == 2 and merged["settings"]["wall_s"] == 4.0
+    assert merged["gates"]["line"]["f1"]["delta"] == pytest.approx(-0.5)
+    assert merged["configs"]["line"]["f1"] == pytest.approx(0.5)
+    with pytest.raises(ValueError):
+        merge_reports([chunk("q1", 1, 1), chunk("q1", 1, 1)])
