@@ -67,7 +67,8 @@ def _rows(args: argparse.Namespace):
     from .pace import DATASETS, DEFAULT_DATA_ROOT
 
     path = Path(args.data) if args.data else DEFAULT_DATA_ROOT / DATASETS[args.dataset]
-    return path, load_qa_rows(path, args.limit)
+    rows = load_qa_rows(path, args.limit)
+    return path, {"all": rows, "even": rows[0::2], "odd": rows[1::2]}[getattr(args, "rows", "all")]
 
 
 def _cmd_packing(args: argparse.Namespace) -> int:
@@ -133,6 +134,8 @@ def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     pk.add_argument("--reference", default="submodular", help="policy compared against each other with CIs")
     pk.add_argument("--resamples", type=int, default=10_000)
     pk.add_argument("--seed", type=int, default=0)
+    pk.add_argument("--rows", choices=("all", "even", "odd"), default="all",
+                    help="even/odd-indexed rows only (after --limit): the tuning / held-out halves")
     common(pk)
     pk.set_defaults(func=_cmd_packing)
 

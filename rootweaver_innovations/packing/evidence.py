@@ -84,7 +84,6 @@ EVIDENCE_WEIGHTS: tuple[tuple[str, float], ...] = (
 EVIDENCE_BIAS = -4.836
 
 _YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})\b")
-_DIGIT = re.compile(r"\d")
 _NUMBER = re.compile(r"\d+")
 _CAPITAL = re.compile(r"\b[A-Z][\w'\-]*")
 _PRONOUN = re.compile(r"^(?:He|She|It|They|His|Her|Its|Their|This|These)\b")
@@ -115,7 +114,8 @@ class EvidenceParams:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
-        if isinstance(self.options_per_doc, bool) or not isinstance(self.options_per_doc, int) or self.options_per_doc < 1:
+        opts = self.options_per_doc
+        if isinstance(opts, bool) or not isinstance(opts, int) or opts < 1:
             raise ValueError(f"options_per_doc must be an int >= 1, got {self.options_per_doc!r}")
         if self.max_per_doc not in (1, 2) or isinstance(self.max_per_doc, bool):
             raise ValueError(f"max_per_doc must be 1 or 2, got {self.max_per_doc!r}")
@@ -134,35 +134,63 @@ def _question_kind(question: str) -> tuple[bool, bool, bool, bool, bool]:
     return when, how_many, who, where, comparison
 
 
+_PARSED: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool, bool]] = {}
+_PARSED_MAX = 65536
+
+
+def _parse(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool]:
+    """Question-independent parse of a text, memoised (bounded) like the token counts:
+    ``(lowercased capitalised words, numbers, has a year, starts with a pronoun)``."""
+    hit = _PARSED.get(text)
+    if hit is None:
+        hit = (
+            tuple(w.lower() for w in _CAPITAL.findall(text)),
+            tuple(_NUMBER.findall(text)),
+            _YEAR.search(text) is not None,
+            _PRONOUN.match(text) is not None,
+        )
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[text] = hit
+    return hit
+
+
+def _text_features(text: str, q_low: str, q_capitals: set[str]) -> tuple[float, ...]:
+    """``(new_capitals, question_capitals, any_year, new_number, digit, pronoun_start)`` of one text."""
+    caps, numbers, year, pronoun = _parse(text)
+    new_caps = min(5, sum(w not in q_low for w in caps[1:])) / 5
+    q_caps = len(q_capitals.intersection(caps)) / max(1, len(q_capitals))
+    return new_caps, q_caps, year, any(m not in q_low for m in numbers), bool(numbers), pronoun
+
+
 def evidence_features(problem: PackingProblem) -> np.ndarray:
     """The ``(n, len(EVIDENCE_WEIGHTS))`` feature matrix of the problem's candidates (columns in that order)."""
     cands = problem.candidates
     n = len(cands)
     if n == 0:
         return np.zeros((0, len(EVIDENCE_WEIGHTS)))
-    texts = [c.text for c in cands]
     relevance = problem.relevance
     doc = problem.doc_index
-    positions = np.array([c.position for c in cands], dtype=np.int64)
-    cost = problem.knapsack.item.astype(np.float64)
+    positions = np.fromiter((c.position for c in cands), dtype=np.int64, count=n)
     top = relevance.max()
     rel = relevance / top if top > 0 else np.zeros(n)
     rank = np.empty(n)
     rank[np.lexsort((np.arange(n), positions, -relevance))] = np.arange(n)
     n_doc = int(doc.max()) + 1
+    by_doc = np.lexsort((np.arange(n), positions, doc))  # grouped by document, in position order
+    sorted_doc = doc[by_doc]
+    starts = np.flatnonzero(np.r_[True, sorted_doc[1:] != sorted_doc[:-1]])
+    in_doc = np.empty(n)  # sentence index inside its document
+    in_doc[by_doc] = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
     first = np.full(n_doc, np.iinfo(np.int64).max)
-    np.minimum.at(first, doc, positions)
+    first[sorted_doc[starts]] = positions[by_doc[starts]]
     doc_rank = np.argsort(np.argsort(first, kind="stable"), kind="stable")[doc]
-    in_doc = np.zeros(n)  # sentence index inside its document
-    for d in range(n_doc):
-        idx = np.flatnonzero(doc == d)
-        in_doc[idx[np.argsort(positions[idx], kind="stable")]] = np.arange(len(idx))
     lead = (in_doc == 0).astype(np.float64)
     doc_max = np.zeros(n_doc)
     np.maximum.at(doc_max, doc, relevance)
-    doc_mass = np.zeros(n_doc)
-    np.add.at(doc_mass, doc, relevance)
-    mass = doc_mass[doc] / doc_mass.sum() if doc_mass.sum() > 0 else np.zeros(n)
+    doc_mass = np.bincount(doc, weights=relevance, minlength=n_doc)
+    total = doc_mass.sum()
+    mass = doc_mass[doc] / total if total > 0 else np.zeros(n)
     terms = problem.incidence.shape[1]
     coverage = problem.incidence.sum(axis=1) / terms if terms else np.zeros(n)
 
@@ -170,34 +198,38 @@ def evidence_features(problem: PackingProblem) -> np.ndarray:
     q_low = question.lower()
     when, how_many, who, where, comparison = _question_kind(question)
     q_capitals = {w.lower() for w in _CAPITAL.findall(question)[1:]}
-    lowered = [t.lower() for t in texts]
-    capitals = [_CAPITAL.findall(t) for t in texts]
-    new_caps = np.array([min(5, sum(w.lower() not in q_low for w in caps[1:])) / 5 for caps in capitals])
-    q_caps = np.array([len(q_capitals & {w.lower() for w in caps}) / max(1, len(q_capitals)) for caps in capitals])
-    has_year = np.array([bool(_YEAR.search(t)) for t in texts], dtype=np.float64)
-    new_number = np.array([any(m not in q_low for m in _NUMBER.findall(t)) for t in texts], dtype=np.float64)
-    digit = np.array([bool(_DIGIT.search(t)) for t in texts], dtype=np.float64)
-    pronoun = np.array([bool(_PRONOUN.match(t)) for t in texts], dtype=np.float64)
+    texts = [c.text for c in cands]
+    new_caps, q_caps, has_year, new_number, digit, pronoun = np.array(
+        [_text_features(t, q_low, q_capitals) for t in texts], dtype=np.float64
+    ).T
 
-    title = {}
-    for c, d in zip(cands, doc):
-        title.setdefault(int(d), _PAREN.sub("", c.source if c.source is not None else c.doc_id).lower())
+    doc_list = doc.tolist()
+    titles: dict[int, str] = {}
+    for c, d in zip(cands, doc_list):
+        if d not in titles:
+            titles[d] = _PAREN.sub("", c.source if c.source is not None else c.doc_id).lower()
+    lowered = [t.lower() for t in texts]  # lowercasing may change lengths: offsets from these
+    joined = "\n".join(lowered)
+    ends = np.cumsum([len(t) + 1 for t in lowered])
     bridge_out = np.zeros(n)
     target = np.zeros(n_doc)
-    for i, low in enumerate(lowered):
-        for d, t in title.items():
-            if d != doc[i] and t and t in low:
+    for d, t in titles.items():
+        at = joined.find(t) if t else -1
+        while at >= 0:
+            i = int(np.searchsorted(ends, at, side="right"))
+            if doc_list[i] != d and at + len(t) < ends[i]:  # inside one text, of another document
                 bridge_out[i] = 1.0
                 target[d] = 1.0
+            at = joined.find(t, at + 1)
     bridge_in = target[doc]
-    title_in_q = np.array([bool(title[int(d)]) and title[int(d)] in q_low for d in doc], dtype=np.float64)
+    title_in_q = np.array([1.0 if titles.get(d) and titles[d] in q_low else 0.0 for d in range(n_doc)])[doc]
 
     return np.column_stack([
         rel, 1.0 / (1.0 + rank), relevance >= doc_max[doc], lead, in_doc == 1,
         doc_rank == 1, doc_rank == 2, doc_rank == 3, doc_rank >= 4, coverage,
         has_year * when, digit * how_many, new_caps, bridge_out, bridge_in, title_in_q,
-        np.log(np.maximum(cost, 1.0)), pronoun, mass, new_number, q_caps, new_caps * who, new_caps * where,
-        lead * (doc_rank == 0), rel * lead, q_caps * comparison, bridge_in * lead, has_year,
+        np.log(np.maximum(problem.knapsack.item, 1)), pronoun, mass, new_number, q_caps, new_caps * who,
+        new_caps * where, lead * (doc_rank == 0), rel * lead, q_caps * comparison, bridge_in * lead, has_year,
     ]).astype(np.float64)
 
 
@@ -206,48 +238,47 @@ def answer_likelihood(problem: PackingProblem) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-(evidence_features(problem) @ _WEIGHTS + EVIDENCE_BIAS)))
 
 
-def _options(p: np.ndarray, cost: np.ndarray, members: np.ndarray, params: EvidenceParams, bonus: float):
-    """A document's knapsack options: ``(members, cost, value)`` for 1..max_per_doc of its best sentences."""
-    best = members[np.lexsort((members, -p[members]))][: params.options_per_doc]
-    for k in range(1, params.max_per_doc + 1):
-        for sub in combinations(best.tolist(), k):
-            yield sub, int(cost[list(sub)].sum()), bonus + float(p[list(sub)].sum()) - k * params.price
-
-
 def _cover(p: np.ndarray, problem: PackingProblem, params: EvidenceParams) -> list[int]:
-    """Exact multiple-choice knapsack: at most one option per document, most total value within capacity."""
+    """Exact multiple-choice knapsack: at most one option per document, most total value within capacity.
+
+    A document's options are 1..``max_per_doc`` of its ``options_per_doc`` best sentences by
+    ``p`` (ties by input order), worth ``bonus_d + sum(p) - k * price``. Documents are taken
+    in the order they first appear (``doc_index`` numbers them so), which is their rank.
+    On equal value the earlier option, and not taking the document at all, win.
+    """
     cost = problem.knapsack.item
     cap = int(problem.knapsack.capacity)
     doc = problem.doc_index
-    n_doc = int(doc.max()) + 1
-    first = np.full(n_doc, len(doc))
-    np.minimum.at(first, doc, np.arange(len(doc)))
-    best = np.full(cap + 1, -np.inf)
-    best[0] = 0.0
+    n = len(doc)
+    grouped = np.lexsort((np.arange(n), -p, doc))
+    bounds = np.flatnonzero(np.r_[True, doc[grouped][1:] != doc[grouped][:-1], True])
+    cost_of, p_of, order = cost.tolist(), p.tolist(), grouped.tolist()
+    grid = np.arange(cap + 1)
+    # best[cap + 1 + w]: most value at used capacity w; the left half (-inf) absorbs w < 0
+    best = np.full(2 * (cap + 1), -np.inf)
+    best[cap + 1] = 0.0
     trail = []
-    for r, d in enumerate(np.argsort(first, kind="stable")):
+    for r in range(len(bounds) - 1):
+        members = order[bounds[r]:bounds[r + 1]][: params.options_per_doc]
+        subsets = [sub for k in range(1, params.max_per_doc + 1) for sub in combinations(members, k)]
+        opt_cost = [sum(cost_of[i] for i in sub) for sub in subsets]
         bonus = params.doc_bonus / (1.0 + params.rank_decay * r)
-        new = best.copy()
-        pick = np.full(cap + 1, -1)
-        opts = []
-        for sub, c, v in _options(p, cost, np.flatnonzero(doc == d), params, bonus):
-            if c > cap:
-                continue
-            shifted = np.full(cap + 1, -np.inf)
-            shifted[c:] = best[: cap + 1 - c] + v
-            better = shifted > new
-            new[better] = shifted[better]
-            pick[better] = len(opts)
-            opts.append((sub, c))
-        trail.append((pick, opts))
-        best = new
-    w = int(np.argmax(best))
+        opt_value = np.array([bonus + sum(p_of[i] for i in sub) - len(sub) * params.price for sub in subsets])
+        shift = np.minimum(opt_cost, cap + 1)
+        value = best[grid[None, :] + (cap + 1) - shift[:, None]] + opt_value[:, None]
+        j = value.argmax(axis=0)
+        top = value[j, grid]
+        current = best[cap + 1:]
+        better = top > current
+        trail.append((np.where(better, j, -1), subsets, opt_cost))
+        best[cap + 1:] = np.where(better, top, current)
+    w = int(np.argmax(best[cap + 1:]))
     chosen: list[int] = []
-    for pick, opts in reversed(trail):
-        if pick[w] >= 0:
-            sub, c = opts[pick[w]]
-            chosen.extend(sub)
-            w -= c
+    for pick, subsets, opt_cost in reversed(trail):
+        k = int(pick[w])
+        if k >= 0:
+            chosen.extend(subsets[k])
+            w -= opt_cost[k]
     return chosen
 
 
