@@ -65,20 +65,34 @@ def langchain_order(query: str, texts: Sequence[str], embeddings) -> list[int]:
 
 
 def _parse_windows(output: str, sentences: Sequence[str]) -> list[int]:
-    """Sentence indices, first occurrence order, of the optimizer's space-joined windows."""
-    order: list[int] = []
+    """Sentence indices, first occurrence order, of the optimizer's space-joined windows.
+
+    Parses ``output`` as sentences joined by single spaces, longest match first with
+    backtracking (a sentence may be a prefix of another); ``ValueError`` if it cannot.
+    """
     by_length = sorted(range(len(sentences)), key=lambda k: (-len(sentences[k]), k))
-    pos = 0
-    while pos < len(output):
-        hit = next((k for k in by_length if output.startswith(sentences[k], pos)), None)
-        if hit is None:
-            raise ValueError(f"cannot map the optimizer's output back to its sentences at {pos}")
-        if hit not in order:
-            order.append(hit)
-        pos += len(sentences[hit])
-        if pos < len(output) and output[pos] == " ":
-            pos += 1
-    return order
+    dead: set[int] = set()
+
+    def parse(pos: int) -> list[int] | None:
+        if pos >= len(output):
+            return []
+        if pos in dead:
+            return None
+        for k in by_length:
+            if output.startswith(sentences[k], pos):
+                stop = pos + len(sentences[k])
+                if stop < len(output) and output[stop] != " ":
+                    continue
+                rest = parse(stop + 1)
+                if rest is not None:
+                    return [k, *rest]
+        dead.add(pos)
+        return None
+
+    found = parse(0)
+    if found is None:
+        raise ValueError("cannot map the optimizer's output back to its sentences")
+    return list(dict.fromkeys(found))
 
 
 def llamaindex_order(query: str, texts: Sequence[str], groups: Sequence[int], embed_model) -> list[int]:
