@@ -347,6 +347,19 @@ def measure_rerank_service(embedder, passages: Sequence[Passage], depths: Sequen
     return {"median": {d: float(np.median(v)) for d, v in times.items()}, "all": times}
 
 
+def fit_service(samples: dict[int, list[float]]) -> tuple[float, float]:
+    """Least-squares ``(intercept, seconds per passage)`` of service time against ``D``.
+
+    Encoding cost is linear in the passages scored; the fit smooths timing noise from a
+    shared CPU (``ValueError`` with fewer than two distinct depths).
+    """
+    pairs = [(d, t) for d, ts in samples.items() for t in ts]
+    if len({d for d, _ in pairs}) < 2:
+        raise ValueError("need timings at two or more depths to fit a service-time line")
+    slope, intercept = np.polyfit([d for d, _ in pairs], [t for _, t in pairs], 1)
+    return float(intercept), float(slope)
+
+
 def measure_llm_service(base_url: str, prompts: Sequence[str], max_tokens: int = 32, model: str | None = None) -> float:
     """Mean wall time of sequential chat completions at an OpenAI-compatible ``base_url``."""
     import json
@@ -375,38 +388,53 @@ def _pct(a: np.ndarray, q: float) -> float:
     return round(float(np.percentile(a, q)), 3)
 
 
+LOAD_FACTORS = (0.1, 0.2, 0.3, 0.45, 0.6, 0.75, 0.9, 1.05)
+
+
 def run_pace_simulation(
     *,
-    rates: Sequence[float] = (0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 1.2),
+    rates: Sequence[float] | None = None,
     fixed_depths: Sequence[int] = (20, 50, 100),
     controller=None,
     n_requests: int = 3000,
     warmup: int = 300,
     seed: int = 7,
     rerank_service: dict[int, float] | None = None,
+    rerank_samples: dict[int, list[float]] | None = None,
     embedder=None,
     measure_reps: int = 3,
-    llm_service_s: float = 3.0,
-    llm_servers: int = 8,
+    llm_service_s: float = 6.0,
+    llm_servers: int = 4,
     llm_cv: float = 0.5,
     llm_base_url: str | None = None,
+    recall_by_depth: dict[int, float] | None = None,
     data_root: Path = DEFAULT_DATA_ROOT,
 ) -> dict:
     """Fixed ``D`` versus adaptive ``D`` across Poisson arrival rates (requests/s).
 
-    Rerank service times are measured here (``rerank_service`` overrides, for tests). The
-    LLM stage has ``llm_servers`` slots with gamma-distributed service times of mean
-    ``llm_service_s`` and coefficient of variation ``llm_cv``; with ``llm_base_url`` the
-    mean is measured from that server (one slot). Arrivals and LLM draws are shared by all
-    policies at a rate (common random numbers). The first ``warmup`` requests are not
-    counted. Returns a JSON-ready report.
+    Rerank service times are timed here at every depth (``measure_reps`` times each; or
+    taken from ``rerank_samples``, ``{D: [seconds, ...]}`` from an earlier report) and the
+    simulation uses the least-squares line through them (:func:`fit_service`);
+    ``rerank_service`` (``{D: seconds}``) bypasses both, for tests.
+    ``rates`` default to :data:`LOAD_FACTORS` times the reranker's capacity at the
+    smallest depth (``1 / service(d_min)``), so the sweep crosses every fixed depth's
+    saturation point on any machine. The LLM stage has ``llm_servers`` slots with
+    gamma-distributed service times of mean ``llm_service_s`` and coefficient of variation
+    ``llm_cv``; with ``llm_base_url`` the mean is measured from that server (one slot).
+    Arrivals and LLM draws are shared by all policies at a rate (common random numbers).
+    The first ``warmup`` requests are not counted. ``recall_by_depth`` (``{D: recall}``,
+    e.g. from :func:`run_frontload_eval`) adds each policy's mean recall over its
+    requests. Returns a JSON-ready report.
     """
+    import os
+
     from rootweaver_innovations.frontload import DepthController
 
     controller = controller or DepthController()
+    rates_given = rates is not None
     if n_requests <= warmup or warmup < 0:
         raise ValueError(f"need n_requests > warmup >= 0, got {n_requests} and {warmup}")
-    if not rates or min(rates) <= 0:
+    if rates is not None and (not rates or min(rates) <= 0):
         raise ValueError(f"rates must be positive, got {rates}")
     all_depths = sorted(set(fixed_depths) | set(controller.depths))
     measured = None
@@ -414,16 +442,25 @@ def run_pace_simulation(
     if rerank_service is None or llm_base_url:
         rows = load_rows("hotpotqa", 40, data_root)
         passages = list(build_open_pool(rows).passages)
+    fit = None
     if rerank_service is None:
-        if embedder is None:
-            from rootweaver_innovations.embeddings import MiniLMEmbedder
+        if rerank_samples is None:
+            if embedder is None:
+                from rootweaver_innovations.embeddings import MiniLMEmbedder
 
-            embedder = MiniLMEmbedder()
-        measured = measure_rerank_service(embedder, passages, all_depths, measure_reps, controller.batch)
-        rerank_service = measured["median"]
+                embedder = MiniLMEmbedder()
+            measured = measure_rerank_service(embedder, passages, all_depths, measure_reps, controller.batch)
+            rerank_samples = measured["all"]
+        measured = {"all": {int(d): list(v) for d, v in rerank_samples.items()}}
+        fit = fit_service(measured["all"])
+        rerank_service = {d: fit[0] + fit[1] * d for d in all_depths}
     missing = [d for d in all_depths if d not in rerank_service]
     if missing:
         raise ValueError(f"no rerank service time for depths {missing}")
+    if recall_by_depth is not None and any(d not in recall_by_depth for d in all_depths):
+        raise ValueError(f"recall_by_depth must cover depths {all_depths}")
+    if rates is None:
+        rates = tuple(round(f / rerank_service[controller.d_min], 4) for f in LOAD_FACTORS)
     if llm_base_url:
         from rootweaver_innovations.rerank import passage_text
 
@@ -450,6 +487,10 @@ def run_pace_simulation(
                     "rate": rate,
                     "policy": name,
                     "mean_depth": round(float(tr.depth[keep].mean()), 2),
+                    "rerank_load": round(rate * float(tr.rerank_service[keep].mean()), 3),
+                    "mean_recall": None
+                    if recall_by_depth is None
+                    else round(float(np.mean([recall_by_depth[d] for d in tr.depth[keep]])), 4),
                     "rerank_queue_p50": _pct(tr.rerank_wait[keep], 50),
                     "rerank_queue_p95": _pct(tr.rerank_wait[keep], 95),
                     "llm_queue_p50": _pct(tr.llm_wait[keep], 50),
@@ -463,6 +504,8 @@ def run_pace_simulation(
     return {
         "eval": "pace",
         "rates": list(rates),
+        "rates_note": "explicit" if rates_given else f"load factors {list(LOAD_FACTORS)} x 1/service(D={controller.d_min})",
+        "recall_by_depth": None if recall_by_depth is None else {str(d): recall_by_depth[d] for d in all_depths},
         "n_requests": n_requests,
         "warmup": warmup,
         "seed": seed,
@@ -470,7 +513,11 @@ def run_pace_simulation(
         "rerank_service_s": {str(d): round(s, 4) for d, s in sorted(rerank_service.items())},
         "rerank_service_measured": None
         if measured is None
-        else {"reps": measure_reps, "all_s": {str(d): [round(x, 4) for x in v] for d, v in measured["all"].items()}},
+        else {
+            "all_s": {str(d): [round(x, 4) for x in v] for d, v in sorted(measured["all"].items())},
+            "fit": {"intercept_s": round(fit[0], 4), "per_passage_s": round(fit[1], 5)},
+            "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        },
         "llm": {"mean_service_s": round(llm_service_s, 4), "servers": llm_servers, "cv": llm_cv, "source": llm_source},
         "results": results,
     }
@@ -480,33 +527,50 @@ def pace_markdown(report: dict) -> str:
     """Markdown tables of a :func:`run_pace_simulation` report (times in seconds)."""
     svc = ", ".join(f"D={d}: {s:.3f}s" for d, s in report["rerank_service_s"].items())
     llm = report["llm"]
+    meas = report["rerank_service_measured"]
+    timed = ""
+    if meas:
+        raw = "; ".join(f"D={d}: " + "/".join(f"{t:.2f}" for t in ts) for d, ts in meas["all_s"].items())
+        timed = (
+            f" Timed on this machine (BiEncoderScorer, no precomputed vectors, s per request: {raw}; load average "
+            f"{meas['load_average_after']}), fitted {meas['fit']['intercept_s']}s + {meas['fit']['per_passage_s']}s x D."
+        )
     lines = [
         "### Serving simulation: reranker then LLM, open-loop Poisson arrivals",
         "",
-        f"Rerank service per request ({svc}); LLM mean {llm['mean_service_s']}s on {llm['servers']} slot(s), "
+        f"Rerank service per request ({svc}).{timed} LLM mean {llm['mean_service_s']}s on {llm['servers']} slot(s), "
         f"cv {llm['cv']} ({llm['source']}); {report['n_requests']} requests per rate, first {report['warmup']} "
-        f"dropped, seed {report['seed']}.",
+        f"dropped, seed {report['seed']}. Rerank load = rate x mean service (>= 1: the queue grows without "
+        "bound and its percentiles grow with the run length).",
         "",
-        "| QPS | policy | mean D | rerank queue p50/p95 | LLM queue p50/p95 | mean time in rerank/LLM stage | e2e p50/p95 | heavier stage |",
-        "|---|---|---|---|---|---|---|---|",
+        "| QPS | policy | mean D | rerank load | recall@5 | rerank queue p50/p95 | LLM queue p50/p95 | mean time in rerank/LLM stage | e2e p50/p95 | heavier stage |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in report["results"]:
         neck = "reranker" if r["rerank_stage_mean"] > r["llm_stage_mean"] else "LLM"
+        recall = "-" if r["mean_recall"] is None else f"{100 * r['mean_recall']:.2f}%"
         lines.append(
-            f"| {r['rate']} | {r['policy']} | {r['mean_depth']} | {r['rerank_queue_p50']}/{r['rerank_queue_p95']} | "
+            f"| {r['rate']} | {r['policy']} | {r['mean_depth']} | {r['rerank_load']} | {recall} | {r['rerank_queue_p50']}/{r['rerank_queue_p95']} | "
             f"{r['llm_queue_p50']}/{r['llm_queue_p95']} | {r['rerank_stage_mean']}/{r['llm_stage_mean']} | "
             f"{r['e2e_p50']}/{r['e2e_p95']} | {neck} |"
         )
-    lines += ["", "| QPS | adaptive e2e p95 | best fixed e2e p95 | adaptive <= best fixed | adaptive <= fixed D=max |", "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "| QPS | adaptive mean D | adaptive e2e p95 | best fixed e2e p95 | adaptive <= best fixed | "
+        "smallest fixed D >= adaptive mean D: e2e p95 | adaptive <= it |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for rate in report["rates"]:
         rows = {r["policy"]: r for r in report["results"] if r["rate"] == rate}
-        fixed = {k: v for k, v in rows.items() if k.startswith("fixed")}
-        best = min(fixed, key=lambda k: fixed[k]["e2e_p95"])
-        top = max(fixed, key=lambda k: int(k.split("=")[1]))
-        a = rows["adaptive"]["e2e_p95"]
+        fixed = {int(k.split("=")[1]): v for k, v in rows.items() if k.startswith("fixed")}
+        best = min(fixed, key=lambda d: fixed[d]["e2e_p95"])
+        ad = rows["adaptive"]
+        same = min((d for d in fixed if d >= ad["mean_depth"]), default=max(fixed))
+        a = ad["e2e_p95"]
         lines.append(
-            f"| {rate} | {a} | {fixed[best]['e2e_p95']} ({best}) | {'yes' if a <= fixed[best]['e2e_p95'] else 'no'} | "
-            f"{'yes' if a <= fixed[top]['e2e_p95'] else 'no'} |"
+            f"| {rate} | {ad['mean_depth']} | {a} | {fixed[best]['e2e_p95']} (D={best}) | "
+            f"{'yes' if a <= fixed[best]['e2e_p95'] else 'no'} | {fixed[same]['e2e_p95']} (D={same}) | "
+            f"{'yes' if a <= fixed[same]['e2e_p95'] else 'no'} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -522,16 +586,14 @@ def plot_pace(report: dict, path: Path) -> Path:
         raise ImportError("the plot needs the 'eval' extra: pip install 'rootweaver[eval]'") from exc
     policies = list(dict.fromkeys(r["policy"] for r in report["results"]))
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-    for name in policies:
+    for n, name in enumerate(policies):
         rows = [r for r in report["results"] if r["policy"] == name]
         x = [r["rate"] for r in rows]
-        style = dict(marker="o", lw=2.5 if name == "adaptive" else 1.2, ls="-" if name == "adaptive" else "--")
+        style = dict(color=f"C{n}", marker="o", lw=2.5 if name == "adaptive" else 1.2, ls="-" if name == "adaptive" else "--")
         axes[0].plot(x, [r["e2e_p95"] for r in rows], label=name, **style)
-        axes[1].plot(x, [r["rerank_queue_p95"] for r in rows], label=f"{name} reranker", **style)
+        axes[1].plot(x, [r["rerank_queue_p95"] for r in rows], label=f"{name}: reranker", **style)
+        axes[1].plot(x, [r["llm_queue_p95"] for r in rows], color=f"C{n}", ls=":", marker="x", lw=1, label=f"{name}: LLM")
         axes[2].plot(x, [r["mean_depth"] for r in rows], label=name, **style)
-    for name in policies:
-        rows = [r for r in report["results"] if r["policy"] == name]
-        axes[1].plot([r["rate"] for r in rows], [r["llm_queue_p95"] for r in rows], ls=":", lw=1, label=f"{name} LLM")
     for ax, title, ylab in zip(
         axes,
         ("p95 end-to-end latency", "p95 queue time per stage", "mean rerank depth D"),
@@ -581,8 +643,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     pc.add_argument("--rates", type=float, nargs="+", default=None, help="arrival rates, requests/s")
     pc.add_argument("--requests", type=int, default=3000)
     pc.add_argument("--reps", type=int, default=3, help="timing repetitions per depth")
-    pc.add_argument("--llm-service", type=float, default=3.0, help="mean LLM service time, s (configured mode)")
-    pc.add_argument("--llm-servers", type=int, default=8, help="parallel LLM slots (configured mode)")
+    pc.add_argument("--llm-service", type=float, default=6.0, help="mean LLM service time, s (configured mode)")
+    pc.add_argument("--llm-servers", type=int, default=4, help="parallel LLM slots (configured mode)")
+    pc.add_argument("--recall-from", type=Path, default=None,
+                    help="a frontload eval JSON: adds each policy's recall@5 (frontload ordering, subset 'all')")
+    pc.add_argument("--tag", default="", help="suffix of the output file names")
+    pc.add_argument("--service-from", type=Path, default=None,
+                    help="reuse the rerank timings of an earlier pace report JSON instead of timing again")
     pc.add_argument("--llm-cv", type=float, default=0.5)
     pc.add_argument("--seed", type=int, default=7)
     for p in (fl, pc):
@@ -604,6 +671,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         _write(args.out, f"frontload_{args.dataset}_{args.limit or 'all'}{tag}", report, md)
     else:
         kwargs = {"rates": args.rates} if args.rates else {}
+        if args.recall_from:
+            import json
+
+            fl_report = json.loads(args.recall_from.read_text(encoding="utf-8"))
+            kwargs["recall_by_depth"] = {
+                int(d): v for d, v in fl_report["subsets"]["all"]["recall"]["frontload"].items()
+            }
+        if args.service_from:
+            import json
+
+            earlier = json.loads(args.service_from.read_text(encoding="utf-8"))["rerank_service_measured"]
+            kwargs["rerank_samples"] = {int(d): v for d, v in earlier["all_s"].items()}
         report = run_pace_simulation(
             n_requests=args.requests,
             warmup=args.requests // 10,
@@ -617,8 +696,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             **kwargs,
         )
         md = pace_markdown(report)
-        _write(args.out, "pace_simulation", report, md)
-        md += f"\nPlot: {plot_pace(report, args.out / 'pace_simulation.png')}\n"
+        stem = f"pace_simulation{args.tag}"
+        _write(args.out, stem, report, md)
+        md += f"\nPlot: {plot_pace(report, args.out / f'{stem}.png')}\n"
     print(md)
     return 0
 

@@ -7,6 +7,7 @@ import pytest
 
 from evals.pace import (
     build_open_pool,
+    fit_service,
     frontload_markdown,
     pace_markdown,
     run_frontload_eval,
@@ -47,6 +48,18 @@ def test_simulation_report_low_and_high_load():
     assert rows[(3.0, "adaptive")]["mean_depth"] < 50
     assert rows[(3.0, "adaptive")]["e2e_p95"] < rows[(3.0, "fixed D=100")]["e2e_p95"]
     assert "adaptive <= best fixed" in pace_markdown(rep)
+
+
+def test_service_fit_recovers_a_line_and_feeds_the_simulation():
+    # samples on t = 0.5 + 0.1 D exactly: the least-squares line is that line
+    samples = {20: [2.5, 2.5], 60: [6.5], 100: [10.5]}
+    intercept, slope = fit_service(samples)
+    assert intercept == pytest.approx(0.5) and slope == pytest.approx(0.1)
+    rep = run_pace_simulation(rates=(0.05,), rerank_samples=samples, n_requests=200, warmup=20)
+    assert rep["rerank_service_s"]["40"] == pytest.approx(4.5)
+    assert rep["rerank_service_measured"]["fit"] == {"intercept_s": 0.5, "per_passage_s": 0.1}
+    with pytest.raises(ValueError, match="two or more depths"):
+        fit_service({20: [1.0, 2.0]})
 
 
 def test_open_pool_dedupes_and_maps_gold():
