@@ -443,6 +443,7 @@ def run_pace_simulation(
         rows = load_rows("hotpotqa", 40, data_root)
         passages = list(build_open_pool(rows).passages)
     fit = None
+    timed_here = rerank_service is None and rerank_samples is None
     if rerank_service is None:
         if rerank_samples is None:
             if embedder is None:
@@ -516,7 +517,8 @@ def run_pace_simulation(
         else {
             "all_s": {str(d): [round(x, 4) for x in v] for d, v in sorted(measured["all"].items())},
             "fit": {"intercept_s": round(fit[0], 4), "per_passage_s": round(fit[1], 5)},
-            "load_average_after": [round(x, 2) for x in os.getloadavg()],
+            "source": "timed in this run" if timed_here else "timings reused from an earlier run",
+            "load_average_after": [round(x, 2) for x in os.getloadavg()] if timed_here else None,
         },
         "llm": {"mean_service_s": round(llm_service_s, 4), "servers": llm_servers, "cv": llm_cv, "source": llm_source},
         "results": results,
@@ -531,9 +533,10 @@ def pace_markdown(report: dict) -> str:
     timed = ""
     if meas:
         raw = "; ".join(f"D={d}: " + "/".join(f"{t:.2f}" for t in ts) for d, ts in meas["all_s"].items())
+        load = f"; load average {meas['load_average_after']}" if meas.get("load_average_after") else ""
         timed = (
-            f" Timed on this machine (BiEncoderScorer, no precomputed vectors, s per request: {raw}; load average "
-            f"{meas['load_average_after']}), fitted {meas['fit']['intercept_s']}s + {meas['fit']['per_passage_s']}s x D."
+            f" Timed on this machine (BiEncoderScorer, no precomputed vectors, s per request: {raw}; "
+            f"{meas.get('source', 'timed')}{load}), fitted {meas['fit']['intercept_s']}s + {meas['fit']['per_passage_s']}s x D."
         )
     lines = [
         "### Serving simulation: reranker then LLM, open-loop Poisson arrivals",
