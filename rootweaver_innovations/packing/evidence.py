@@ -35,6 +35,7 @@ packing its own output is a no-op.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -179,9 +180,11 @@ def evidence_features(problem: PackingProblem) -> np.ndarray:
     n_doc = int(doc.max()) + 1
     by_doc = np.lexsort((np.arange(n), positions, doc))  # grouped by document, in position order
     sorted_doc = doc[by_doc]
-    starts = np.flatnonzero(np.r_[True, sorted_doc[1:] != sorted_doc[:-1]])
+    new_group = np.ones(n, dtype=bool)
+    new_group[1:] = sorted_doc[1:] != sorted_doc[:-1]
+    starts = np.flatnonzero(new_group)
     in_doc = np.empty(n)  # sentence index inside its document
-    in_doc[by_doc] = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
+    in_doc[by_doc] = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
     first = np.full(n_doc, np.iinfo(np.int64).max)
     first[sorted_doc[starts]] = positions[by_doc[starts]]
     doc_rank = np.argsort(np.argsort(first, kind="stable"), kind="stable")[doc]
@@ -210,13 +213,16 @@ def evidence_features(problem: PackingProblem) -> np.ndarray:
             titles[d] = _PAREN.sub("", c.source if c.source is not None else c.doc_id).lower()
     lowered = [t.lower() for t in texts]  # lowercasing may change lengths: offsets from these
     joined = "\n".join(lowered)
-    ends = np.cumsum([len(t) + 1 for t in lowered])
+    ends, end = [], 0
+    for t in lowered:
+        end += len(t) + 1
+        ends.append(end)
     bridge_out = np.zeros(n)
     target = np.zeros(n_doc)
     for d, t in titles.items():
         at = joined.find(t) if t else -1
         while at >= 0:
-            i = int(np.searchsorted(ends, at, side="right"))
+            i = bisect_right(ends, at)
             if doc_list[i] != d and at + len(t) < ends[i]:  # inside one text, of another document
                 bridge_out[i] = 1.0
                 target[d] = 1.0
@@ -251,32 +257,35 @@ def _cover(p: np.ndarray, problem: PackingProblem, params: EvidenceParams) -> li
     doc = problem.doc_index
     n = len(doc)
     grouped = np.lexsort((np.arange(n), -p, doc))
-    bounds = np.flatnonzero(np.r_[True, doc[grouped][1:] != doc[grouped][:-1], True])
+    grouped_doc = doc[grouped]
+    bounds = np.flatnonzero(np.concatenate(([True], grouped_doc[1:] != grouped_doc[:-1], [True])))
     cost_of, p_of, order = cost.tolist(), p.tolist(), grouped.tolist()
     grid = np.arange(cap + 1)
-    # best[cap + 1 + w]: most value at used capacity w; the left half (-inf) absorbs w < 0
-    best = np.full(2 * (cap + 1), -np.inf)
-    best[cap + 1] = 0.0
+    at = grid + (cap + 1)
+    # padded[cap + 1 + w]: most value at used capacity w; the left half (-inf) absorbs w < 0
+    padded = np.full(2 * (cap + 1), -np.inf)
+    padded[cap + 1] = 0.0
+    best = padded[cap + 1:]  # a view
     trail = []
     for r in range(len(bounds) - 1):
         members = order[bounds[r]:bounds[r + 1]][: params.options_per_doc]
         subsets = [sub for k in range(1, params.max_per_doc + 1) for sub in combinations(members, k)]
         opt_cost = [sum(cost_of[i] for i in sub) for sub in subsets]
         bonus = params.doc_bonus / (1.0 + params.rank_decay * r)
-        opt_value = np.array([bonus + sum(p_of[i] for i in sub) - len(sub) * params.price for sub in subsets])
-        shift = np.minimum(opt_cost, cap + 1)
-        value = best[grid[None, :] + (cap + 1) - shift[:, None]] + opt_value[:, None]
+        opt_value = [bonus + sum(p_of[i] for i in sub) - len(sub) * params.price for sub in subsets]
+        shift = np.array([min(c, cap + 1) for c in opt_cost])
+        value = padded[at - shift[:, None]]
+        value += np.array(opt_value)[:, None]
         j = value.argmax(axis=0)
         top = value[j, grid]
-        current = best[cap + 1:]
-        better = top > current
-        trail.append((np.where(better, j, -1), subsets, opt_cost))
-        best[cap + 1:] = np.where(better, top, current)
-    w = int(np.argmax(best[cap + 1:]))
+        better = top > best
+        trail.append((better, j, subsets, opt_cost))
+        np.maximum(best, top, out=best)
+    w = int(np.argmax(best))
     chosen: list[int] = []
-    for pick, subsets, opt_cost in reversed(trail):
-        k = int(pick[w])
-        if k >= 0:
+    for better, j, subsets, opt_cost in reversed(trail):
+        if better[w]:
+            k = int(j[w])
             chosen.extend(subsets[k])
             w -= opt_cost[k]
     return chosen
