@@ -45,9 +45,9 @@ class OpenPool:
 def build_open_pool(rows: Sequence[QARow]) -> OpenPool:
     """Pool the rows' paragraphs, deduplicated by ``(title, text)``, ids ``p0, p1, ...``.
 
-    A row's gold ids are the pooled ids of its own paragraphs whose title is a gold title;
-    rows whose gold titles are not all among their paragraphs keep the ones found (and are
-    then counted as unreachable by the metric only if none is found: see ``gold`` size).
+    A row's gold ids are the pooled ids of its own paragraphs whose title is a gold title
+    (a gold title absent from the row's paragraphs is skipped; a row left with no gold id
+    is counted and excluded by :func:`run_frontload_eval`).
     """
     ids: dict[tuple[str, str], str] = {}
     passages: list[Passage] = []
@@ -94,8 +94,8 @@ class _KnownVectors:
         self._known = {t: v for t, v in zip(texts, vectors, strict=True)}
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        if all(t in self._known for t in texts):
-            return np.stack([self._known[t] for t in texts]) if texts else np.zeros((0, 384), np.float32)
+        if texts and all(t in self._known for t in texts):
+            return np.stack([self._known[t] for t in texts])
         return self._inner.encode(texts)
 
 
@@ -323,7 +323,7 @@ def measure_rerank_service(embedder, passages: Sequence[Passage], depths: Sequen
     """Median wall time of the real :class:`BiEncoderScorer` scoring ``D`` passages, per ``D``.
 
     No passage vector is precomputed, so each call encodes its ``D`` passages in batches of
-    ``batch`` (the work a cross-encoder does per query). Returns ``{"median": {D: s},
+    ``batch`` (the work a cross-encoder does per query; sets ``embedder.batch_size``). Returns ``{"median": {D: s},
     "all": {D: [s, ...]}}``.
     """
     import time

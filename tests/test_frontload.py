@@ -50,7 +50,7 @@ def objective_and_sets(draw):
     return CoverageObjective.create(values, u), labels
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(frontload_inputs(), st.integers(0, 4), st.sampled_from([0.0, 0.5, 1.0]), st.sampled_from([0.0, 0.5, 2.0]))
 def test_frontload_is_a_permutation_with_nonincreasing_gains(inputs, n_seeds, anchor_weight, seed_expansion):
     x, rel, u = inputs
@@ -62,7 +62,7 @@ def test_frontload_is_a_permutation_with_nonincreasing_gains(inputs, n_seeds, an
     assert len(res.seeds) == min(n_seeds, x.shape[0])
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(objective_and_sets())
 def test_coverage_is_monotone_with_diminishing_returns(case):
     obj, labels = case
@@ -104,7 +104,7 @@ def test_identical_candidates_keep_input_order():
     assert res.gains == (3.5, 0.0, 0.0, 0.0, 0.0)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(frontload_inputs(), st.data())
 def test_duplicate_rows_tie_by_lower_index_and_runs_repeat(inputs, data):
     x, rel, u = inputs
@@ -204,7 +204,7 @@ def controllers(draw):
     return DepthController(d_min, d_min + steps * batch, batch)
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(controllers(), st.data(), st.floats(0, 100), st.floats(0, 100))
 def test_controller_steps_whole_batches_within_bounds(ctl, data, rr, llm):
     current = data.draw(st.sampled_from(ctl.depths))
