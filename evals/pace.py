@@ -368,19 +368,24 @@ def measure_llm_service(base_url: str, prompts: Sequence[str], max_tokens: int =
 
     root = base_url.rstrip("/")
     root = root if root.endswith("/v1") else root + "/v1"
-    if model is None:
-        with urllib.request.urlopen(root + "/models", timeout=30) as resp:
-            model = json.load(resp)["data"][0]["id"]
     times = []
-    for prompt in prompts:
-        body = json.dumps(
-            {"model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, "temperature": 0}
-        ).encode()
-        req = urllib.request.Request(root + "/chat/completions", body, {"Content-Type": "application/json"})
-        t0 = time.perf_counter()
-        with urllib.request.urlopen(req, timeout=600) as resp:
-            resp.read()
-        times.append(time.perf_counter() - t0)
+    try:
+        if model is None:
+            with urllib.request.urlopen(root + "/models", timeout=30) as resp:
+                model = json.load(resp)["data"][0]["id"]
+        for prompt in prompts:
+            body = json.dumps(
+                {"model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens, "temperature": 0}
+            ).encode()
+            req = urllib.request.Request(root + "/chat/completions", body, {"Content-Type": "application/json"})
+            t0 = time.perf_counter()
+            with urllib.request.urlopen(req, timeout=600) as resp:
+                resp.read()
+            times.append(time.perf_counter() - t0)
+    except (OSError, KeyError, IndexError, ValueError) as exc:
+        raise RuntimeError(
+            f"could not time the LLM at {root} ({exc}); unset LLM_BASE_URL to use the configured rate"
+        ) from exc
     return float(np.mean(times))
 
 

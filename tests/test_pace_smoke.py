@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import numpy as np
 import pytest
 
 from evals.pace import (
     build_open_pool,
     fit_service,
+    measure_llm_service,
     frontload_markdown,
     pace_markdown,
     run_frontload_eval,
@@ -85,3 +90,41 @@ def test_frontload_eval_on_a_handful_of_questions(shared_data, tmp_path):
     # whole candidate list whatever the order, so the three orderings agree
     assert len({row["100"] for row in table.values()}) == 1
     assert "complete-evidence recall@5" in frontload_markdown(rep)
+
+
+class _FakeOpenAI(BaseHTTPRequestHandler):
+    bodies: list = []
+
+    def _reply(self, obj):
+        data = json.dumps(obj).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):  # /v1/models
+        self._reply({"data": [{"id": "fake-reader"}]})
+
+    def do_POST(self):  # /v1/chat/completions
+        self.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+        self._reply({"choices": [{"message": {"content": "ok"}}]})
+
+    def log_message(self, *args):
+        pass
+
+
+def test_llm_timing_talks_openai_chat_and_fails_clearly():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeOpenAI)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        assert measure_llm_service(url, ["p1", "p2"], max_tokens=8) > 0
+        assert [b["messages"][0]["content"] for b in _FakeOpenAI.bodies] == ["p1", "p2"]
+        assert {b["model"] for b in _FakeOpenAI.bodies} == {"fake-reader"}
+        assert {b["max_tokens"] for b in _FakeOpenAI.bodies} == {8}
+    finally:
+        server.shutdown()
+        server.server_close()
+    with pytest.raises(RuntimeError, match="unset LLM_BASE_URL"):
+        measure_llm_service(url, ["p"])  # the server is gone
