@@ -15,6 +15,7 @@ from evals.pace import (
     measure_llm_service,
     frontload_markdown,
     pace_markdown,
+    plot_pace,
     run_frontload_eval,
     run_pace_simulation,
     simulate_tandem,
@@ -53,6 +54,13 @@ def test_simulation_report_low_and_high_load():
     assert rows[(3.0, "adaptive")]["mean_depth"] < 50
     assert rows[(3.0, "adaptive")]["e2e_p95"] < rows[(3.0, "fixed D=100")]["e2e_p95"]
     assert "adaptive <= best fixed" in pace_markdown(rep)
+
+
+def test_simulation_plot_is_a_png(tmp_path):
+    pytest.importorskip("matplotlib", reason="needs the 'eval' extra")
+    rep = run_pace_simulation(rates=(0.1, 1.0), rerank_service=SERVICE, n_requests=200, warmup=20)
+    path = plot_pace(rep, tmp_path / "sim.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_service_fit_recovers_a_line_and_feeds_the_simulation():
