@@ -18,13 +18,14 @@ question) and never from a label, then packs by an exact dynamic programme:
    document), the title named in the question, the options of a comparison question, cost.
    The weights were fitted once, by logistic regression on the even-indexed half of the
    HotpotQA dev questions (see ``docs/packing_results.md``), and are constants here.
-2. **Pack** (:func:`evidence_policy`): maximise ``sum p_i + sum_d bonus_d [d covered]``
+2. **Pack** (:func:`evidence_policy`): maximise ``sum (p_i - price) + sum_d bonus_d [d covered]``
    under the token (or char) capacity, where each document contributes one or two of its
    ``options_per_doc`` best sentences and ``bonus_d = doc_bonus / (1 + rank_decay * r_d)``
    rewards covering retrieved documents (``r_d`` its retrieval rank): a multiple-choice
    knapsack solved exactly by dynamic programming over the capacity (costs are the
    ledger's integer costs). The chosen sentences are taken best first, then the rest of
-   the budget is filled by score with any candidate that still fits.
+   the budget is filled by score with any candidate that still fits and whose likelihood
+   exceeds the price (:class:`EvidenceParams`; defaults chosen on the same tuning half).
 
 The title of a candidate is its ``source`` when set, else its ``doc_id`` (the synthesis
 compactor uses titles as document ids). Ties break by input order, so the policy is
@@ -99,9 +100,9 @@ class EvidenceParams:
     ``doc_bonus`` (>= 0) is the value of covering the top document, ``rank_decay`` (>= 0)
     how fast it falls with the document's retrieval rank; ``price`` (>= 0) is charged per
     sentence taken, so a sentence whose likelihood is below it is taken only to cover its
-    document (and never as filler); ``options_per_doc`` (>= 1) how
-    many of a document's best sentences the knapsack considers, ``max_per_doc`` (1 or 2)
-    how many it may take from one document. Bad values raise ``ValueError``.
+    document (and never as filler); ``options_per_doc`` (>= 1) how many of a document's
+    best sentences the knapsack considers, ``max_per_doc`` (1 or 2) how many it may take
+    from one document. Bad values raise ``ValueError``.
     """
 
     doc_bonus: float = 0.2
