@@ -64,7 +64,7 @@ def _cmd_trajectory(args: argparse.Namespace) -> int:
 
 
 def _rows(args: argparse.Namespace):
-    from .pace import DATASETS, DEFAULT_DATA_ROOT
+    from .datasets import DATASETS, DEFAULT_DATA_ROOT
 
     path = Path(args.data) if args.data else DEFAULT_DATA_ROOT / DATASETS[args.dataset]
     rows = load_qa_rows(path, args.limit)
@@ -101,7 +101,7 @@ def _cmd_e2e(args: argparse.Namespace) -> int:
 def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     """Register ``eval`` and its subcommands on the top-level parser's subparsers."""
     from .packing import BUDGETS, POLICY_ORDER
-    from .pace import DATASETS
+    from .datasets import DATASETS
 
     ev = sub.add_parser("eval", help="offline evaluations (reports under ./out/ by default)")
     esub = ev.add_subparsers(dest="eval", required=True, parser_class=type(ev))
@@ -144,3 +144,7 @@ def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--budgets", type=_csv_ints, default=[500, 1000, 2000])
     common(e)
     e.set_defaults(func=_cmd_e2e)
+
+    # Listed for --help only: `rootweaver eval frontload|pace ...` is handed whole to evals.pace.main.
+    esub.add_parser("frontload", help="PACE: complete-evidence recall@5 with/without frontloading (see --help)")
+    esub.add_parser("pace", help="PACE: queueing simulation of fixed vs adaptive rerank depth (see --help)")

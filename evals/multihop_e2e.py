@@ -21,7 +21,7 @@ from rootweaver_innovations.multihop import MultiHopRAG
 from rootweaver_innovations.retrieval import BM25Retriever
 from rootweaver_innovations.strategies import make_compactor
 
-from .pace import build_open_pool
+from .datasets import build_open_pool
 from .report import progress
 
 __all__ = ["E2E_BUDGETS", "run_multihop_eval"]

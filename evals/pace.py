@@ -15,75 +15,16 @@ the pressure-adaptive controller.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from rootweaver_innovations.corpus import Passage, QARow, load_qa_rows
+from rootweaver_innovations.corpus import Passage
+from rootweaver_innovations.diagnostics import paired_bootstrap_ci
 
-DATASETS = {
-    "hotpotqa": "hotpotqa/hotpot_dev_distractor_merged.jsonl",
-    "2wiki": "2wikimultihopqa/2wiki_merged.jsonl",
-    "musique": "musique/musique_merged.jsonl",
-}
-DEFAULT_DATA_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data"
-DEFAULT_CACHE = Path(__file__).resolve().parents[1] / ".cache" / "embeddings"
-
-
-@dataclass(frozen=True, slots=True)
-class OpenPool:
-    """All paragraphs of a question set as one corpus; ``gold[i]`` are row i's pooled ids."""
-
-    passages: tuple[Passage, ...]
-    questions: tuple[str, ...]
-    gold: tuple[frozenset[str], ...]
-
-
-def build_open_pool(rows: Sequence[QARow]) -> OpenPool:
-    """Pool the rows' paragraphs, deduplicated by ``(title, text)``, ids ``p0, p1, ...``.
-
-    A row's gold ids are the pooled ids of its own paragraphs whose title is a gold title
-    (a gold title absent from the row's paragraphs is skipped; a row left with no gold id
-    is counted and excluded by :func:`run_frontload_eval`).
-    """
-    ids: dict[tuple[str, str], str] = {}
-    passages: list[Passage] = []
-    gold: list[frozenset[str]] = []
-    for row in rows:
-        own: dict[str, str] = {}
-        for p in row.passages:
-            key = (p.title, p.text)
-            if key not in ids:
-                ids[key] = f"p{len(passages)}"
-                passages.append(Passage(ids[key], p.title, p.sentences))
-            own.setdefault(p.title, ids[key])
-        gold.append(frozenset(own[t] for t in row.gold_titles if t in own))
-    return OpenPool(tuple(passages), tuple(r.question for r in rows), tuple(gold))
-
-
-def cached_embeddings(texts: Sequence[str], embedder, cache_dir: Path = DEFAULT_CACHE) -> np.ndarray:
-    """``embedder.encode(texts)``, cached as ``.npy`` keyed by the model name and a hash of the texts."""
-    digest = hashlib.sha256("\x1e".join(texts).encode("utf-8")).hexdigest()[:20]
-    path = Path(cache_dir) / f"{getattr(embedder, 'name', 'embedder')}-{len(texts)}-{digest}.npy"
-    if path.is_file():
-        return np.load(path)
-    vecs = np.asarray(embedder.encode(list(texts)), dtype=np.float32)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.npy")
-    np.save(tmp, vecs)
-    tmp.replace(path)
-    return vecs
-
-
-def load_rows(dataset: str, limit: int | None, data_root: Path = DEFAULT_DATA_ROOT) -> list[QARow]:
-    """Rows of one of :data:`DATASETS` (``ValueError`` for another name)."""
-    if dataset not in DATASETS:
-        raise ValueError(f"unknown dataset {dataset!r}; choose one of {sorted(DATASETS)}")
-    return load_qa_rows(Path(data_root) / DATASETS[dataset], limit)
-
+from .datasets import DATASETS, DEFAULT_CACHE, DEFAULT_DATA_ROOT, build_open_pool, cached_embeddings, load_rows
 
 class _KnownVectors:
     """An embedder that answers precomputed texts from a table and defers the rest."""
@@ -97,14 +38,6 @@ class _KnownVectors:
         if texts and all(t in self._known for t in texts):
             return np.stack([self._known[t] for t in texts])
         return self._inner.encode(texts)
-
-
-def _bootstrap_diff(a: np.ndarray, b: np.ndarray, seed: int, n: int = 2000) -> tuple[float, float]:
-    """95% paired bootstrap interval of ``mean(a) - mean(b)`` (percentile method)."""
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, a.shape[0], size=(n, a.shape[0]))
-    diffs = a[idx].mean(axis=1) - b[idx].mean(axis=1)
-    return float(np.percentile(diffs, 2.5)), float(np.percentile(diffs, 97.5))
 
 
 def run_frontload_eval(
@@ -215,10 +148,8 @@ def run_frontload_eval(
             if rows:
                 a = np.array([r["complete"][oa][da] for r in rows], dtype=float)
                 b = np.array([r["complete"][ob][db] for r in rows], dtype=float)
-                entry["paired"][f"{oa}@{da} - {ob}@{db}"] = {
-                    "diff": float(a.mean() - b.mean()),
-                    "ci95": list(_bootstrap_diff(a, b, seed)),
-                }
+                ci = paired_bootstrap_ci(a, b, n_resamples=2000, seed=seed)
+                entry["paired"][f"{oa}@{da} - {ob}@{db}"] = {"diff": ci.mean_diff, "ci95": [ci.low, ci.high]}
         report["subsets"][name] = entry
     return report
 

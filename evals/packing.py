@@ -34,7 +34,7 @@ from rootweaver_innovations.diagnostics import (
 from rootweaver_innovations.packing import Budget, Candidate, dense_similarity, pack, default_token_counter
 from rootweaver_innovations.retrieval import BM25Retriever, DenseRetriever, HybridRetriever, bm25_tokenize
 
-from .pace import DEFAULT_CACHE, build_open_pool, cached_embeddings
+from .datasets import DEFAULT_CACHE, build_open_pool, cached_embeddings
 from .peers import PEER_POLICIES, register_peers
 from .report import progress
 

@@ -156,6 +156,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     if hasattr(signal, "SIGPIPE") and argv is None:  # `rootweaver ... | head` ends quietly
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    raw = list(sys.argv[1:] if argv is None else argv)
+    if raw[:1] == ["eval"] and raw[1:2] in (["frontload"], ["pace"]):  # PACE evals own their options
+        from evals.pace import main as pace_main
+
+        return pace_main(raw[1:])
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

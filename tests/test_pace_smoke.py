@@ -9,8 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
+from evals.datasets import build_open_pool
 from evals.pace import (
-    build_open_pool,
     fit_service,
     measure_llm_service,
     frontload_markdown,
