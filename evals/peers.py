@@ -10,8 +10,8 @@ they pack the very same candidates as every other policy in one run:
   budget, so its output is filled into the budget in the order it returns (most similar
   first), each sentence that fits.
 - ``llamaindex``: LlamaIndex's ``SentenceEmbeddingOptimizer(percentile_cutoff=0.5)`` over
-  one node per retrieved document (its candidate sentences joined by newlines, split back
-  by the optimizer's ``tokenizer_fn`` so its sentences are exactly our candidates). It keeps
+  one node per retrieved document (its candidate sentences joined by a record separator,
+  split back by the optimizer's ``tokenizer_fn`` so its sentences are exactly our candidates). It keeps
   the most query-similar half of each node's sentences with one sentence of context either
   side (its defaults); the kept sentences are filled into the budget sentence by sentence,
   node by node in retrieval order, each in the order the optimizer wrote it.
@@ -35,6 +35,7 @@ from rootweaver_innovations.packing.policies import PackingProblem
 __all__ = ["PEER_POLICIES", "langchain_order", "llamaindex_order", "register_peers"]
 
 PEER_POLICIES = ("langchain", "llamaindex")
+_SEP = "\x1e"  # joins a node's sentences (a sentence may contain a newline); the tokenizer splits on it
 _HINT = "the peer policies need the 'peers' extra: pip install 'rootweaver[peers]'"
 
 
@@ -103,9 +104,9 @@ def llamaindex_order(query: str, texts: Sequence[str], groups: Sequence[int], em
     members: dict[int, list[int]] = {}
     for i, g in enumerate(groups):
         members.setdefault(int(g), []).append(i)
-    nodes = [NodeWithScore(node=TextNode(text="\n".join(texts[i] for i in idx)), score=1.0) for idx in members.values()]
+    nodes = [NodeWithScore(node=TextNode(text=_SEP.join(texts[i] for i in idx)), score=1.0) for idx in members.values()]
     optimizer = SentenceEmbeddingOptimizer(
-        embed_model=embed_model, percentile_cutoff=0.5, tokenizer_fn=lambda text: text.split("\n")
+        embed_model=embed_model, percentile_cutoff=0.5, tokenizer_fn=lambda text: text.split(_SEP)
     )
     out = optimizer.postprocess_nodes(nodes, query_str=query)
     order: list[int] = []
