@@ -98,6 +98,28 @@ def _cmd_e2e(args: argparse.Namespace) -> int:
     return 0 if rep["trajectories_identical_across_settings"] else 1
 
 
+def _cmd_quality(args: argparse.Namespace) -> int:
+    from rootweaver_capabilities.llm import OpenAIChatClient
+
+    from .quality import run_quality, write_quality_report
+
+    path, rows = _rows(args)
+    client = OpenAIChatClient(args.base_url, args.model, api_key_env=args.api_key_env,
+                              context_window=args.context_window, max_tokens=args.max_tokens)
+    judge = (OpenAIChatClient(args.judge_base_url, args.judge_model or args.model, api_key_env=args.api_key_env,
+                              context_window=args.context_window, max_tokens=16)
+             if args.judge_base_url else None)
+    rep = run_quality(rows, client, strategies=args.strategies, budget_chars=args.budget, runs=args.runs,
+                      temperature=args.temperature, base_seed=args.seed, mode=args.mode, judge_client=judge,
+                      max_tokens=args.max_tokens)
+    rep["provenance"] = provenance(["rootweaver", *sys.argv[1:]], [path], {"base_seed": args.seed})
+    out = Path(args.out or OUT / (args.name or f"quality-{args.dataset}"))
+    json_path, md_path = write_quality_report(rep, out, rep["provenance"]["command"])
+    print(md_path.read_text())
+    print(f"report: {json_path}, {md_path}")
+    return 0 if all(g["verdict"] == "PASS" for g in rep["gates"].values()) else 1
+
+
 def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     """Register ``eval`` and its subcommands on the top-level parser's subparsers."""
     from .packing import BUDGETS, POLICY_ORDER
@@ -144,6 +166,24 @@ def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--budgets", type=_csv_ints, default=[500, 1000, 2000])
     common(e)
     e.set_defaults(func=_cmd_e2e)
+
+    qu = esub.add_parser("quality", help="answer quality, compaction off vs on, through a real LLM server")
+    data(qu)
+    qu.add_argument("--base-url", required=True, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8765/v1")
+    qu.add_argument("--model", default="reader", help="model name the server serves")
+    qu.add_argument("--api-key-env", default="ROOTWEAVER_LLM_API_KEY", help="NAME of the env var with the key")
+    qu.add_argument("--judge-base-url", help="optional LLM-judge endpoint (same protocol)")
+    qu.add_argument("--judge-model")
+    qu.add_argument("--strategies", type=_csv, default=["line", "submodular"])
+    qu.add_argument("--budget", type=int, default=2000, help="synth-context budget in chars")
+    qu.add_argument("--runs", type=int, default=3, help="repeated runs per configuration (>= 2)")
+    qu.add_argument("--temperature", type=float, default=0.7)
+    qu.add_argument("--mode", choices=("answer", "evidence"), default="answer")
+    qu.add_argument("--seed", type=int, default=0, help="base seed; run r uses seed + r")
+    qu.add_argument("--context-window", type=int, default=2048)
+    qu.add_argument("--max-tokens", type=int, default=32)
+    common(qu)
+    qu.set_defaults(func=_cmd_quality)
 
     # Listed for --help only: `rootweaver eval frontload|pace ...` is handed whole to evals.pace.main.
     esub.add_parser("frontload", help="PACE: complete-evidence recall@5 with/without frontloading (see --help)")
