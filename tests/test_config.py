@@ -11,6 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rootweaver_innovations.strategies import STRATEGIES
 from rootweaver_capabilities.config import (
     CAPABILITY_FLAG,
     ConfigError,
@@ -128,7 +129,7 @@ BAD = [
     ({"compaction": {"max_chars": -5}}, "compaction.max_chars", ">= 1"),
     ({"compaction": {"max_chars": 0}}, "compaction.max_chars", ">= 1"),
     ({"compaction": {"enabled": "yes"}}, "compaction.enabled", "true or false"),
-    ({"compaction": {"strategy": "greedy"}}, "compaction.strategy", "one of ['line', 'submodular']"),
+    ({"compaction": {"strategy": "greedy"}}, "compaction.strategy", f"one of {sorted(STRATEGIES)}"),
     ({"compaction": {"budget": 10}}, "compaction.budget", "unknown key"),
     ({"compaction": 5}, "compaction", "mapping"),
     ({"retriever": {"backend": "faiss"}}, "retriever.backend", "one of"),
