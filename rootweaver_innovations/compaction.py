@@ -121,7 +121,6 @@ def compact_lines(
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
         raise ValueError(f"max_chars must be a positive int, got {max_chars!r}")
     lines = context.split("\n")
-    lowered = context.lower().split("\n")  # lower() never adds or removes a newline
     open_set = frozenset(t.lower() for t in open_terms)
     query_set = frozenset(reasoning_key_terms(question))
 
@@ -129,7 +128,7 @@ def compact_lines(
     header_of: list[int] = []  # position of the header governing each line, -1 if none
     dropped: list[DroppedLine] = []
     ranked: list[tuple[int, int, int]] = []  # (band, -overlap, position)
-    facts: list[tuple[int, list[str]]] = []
+    facts: list[int] = []
     seen_text: set[str] = set()
     current = -1
     for i, line in enumerate(lines):
@@ -142,17 +141,21 @@ def compact_lines(
             dropped.append(DroppedLine(i, line, REASON_DUPLICATE))
         else:
             seen_text.add(line)
-            facts.append((i, lowered[i].split()))
+            facts.append(i)
         header_of.append(current)
     latest = current
-    for i, tokens in facts:
-        if open_set and not open_set.isdisjoint(tokens):
+    wanted = open_set | query_set
+    for i in facts:
+        # lower each line, not the whole text: one wide (non-ASCII) char would make the
+        # whole string wide and every line's lower()/split() several times slower
+        hits = wanted.intersection(lines[i].lower().split()) if wanted else wanted
+        if hits and not hits.isdisjoint(open_set):
             band = 0
         elif i >= latest:
             band = 1
         else:
             band = 2
-        ranked.append((band, -len(query_set.intersection(tokens)) if query_set else 0, i))
+        ranked.append((band, -len(hits & query_set) if hits else 0, i))
     ranked.sort()
 
     used = 0  # chars of emitted lines plus one separator per line after the first
