@@ -9,6 +9,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PY="${PYTHON:-python}"
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"  # torch threads oversubscribe 2 cores shared with servers
 
 "$PY" -m pytest -m "not integration" -q -p no:cacheprovider
 
