@@ -100,3 +100,10 @@ def test_bad_construction_raises(demo_retriever, kw):
 def test_empty_question_raises(demo_retriever, q):
     with pytest.raises(ValueError, match="question"):
         MultiHopRAG(demo_retriever).multi_hop_search(q)
+
+
+def test_public_api_is_pinned():
+    import rootweaver_innovations as rw
+
+    assert sorted(rw.__all__) == sorted(n for n in rw.__all__ if hasattr(rw, n))
+    assert {"MultiHopRAG", "compact_lines", "reasoning_key_terms", "make_compactor"} <= set(rw.__all__)
