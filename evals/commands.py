@@ -122,8 +122,10 @@ def _cmd_quality(args: argparse.Namespace) -> int:
 
 def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     """Register ``eval`` and its subcommands on the top-level parser's subparsers."""
-    from .packing import BUDGETS, POLICY_ORDER
+    from rootweaver_capabilities.cli import _positive_int
+
     from .datasets import DATASETS
+    from .packing import BUDGETS, POLICY_ORDER
 
     ev = sub.add_parser("eval", help="offline evaluations (reports under ./out/ by default)")
     esub = ev.add_subparsers(dest="eval", required=True, parser_class=type(ev))
@@ -143,7 +145,7 @@ def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     def data(p: argparse.ArgumentParser) -> None:
         p.add_argument("--dataset", choices=sorted(DATASETS), default="hotpotqa")
         p.add_argument("--data", type=Path, help="any file in one of the three layouts (overrides --dataset)")
-        p.add_argument("--limit", type=int, help="first N rows only")
+        p.add_argument("--limit", type=_positive_int, help="first N rows only")
         p.add_argument("--name", help="report folder name under ./out")
 
     pk = esub.add_parser("packing", help="packing factorial: policies x token budgets x retrievers")

@@ -24,7 +24,16 @@ import numpy as np
 from rootweaver_innovations.corpus import Passage
 from rootweaver_innovations.diagnostics import paired_bootstrap_ci
 
-from .datasets import DATASETS, DEFAULT_CACHE, DEFAULT_DATA_ROOT, build_open_pool, cached_embeddings, load_rows
+from .datasets import (
+    DATASETS,
+    DEFAULT_CACHE,
+    DEFAULT_DATA_ROOT,
+    build_open_pool,
+    cached_embeddings,
+    load_rows,
+)
+from .report import write_json, write_text
+
 
 class _KnownVectors:
     """An embedder that answers precomputed texts from a table and defers the rest."""
@@ -556,11 +565,8 @@ def plot_pace(report: dict, path: Path) -> Path:
 
 
 def _write(out_dir: Path, stem: str, report: dict, markdown: str) -> None:
-    import json
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    (out_dir / f"{stem}.md").write_text(markdown, encoding="utf-8")
+    write_json(out_dir / f"{stem}.json", report)
+    write_text(out_dir / f"{stem}.md", markdown)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

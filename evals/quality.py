@@ -21,7 +21,6 @@ the extractive path (server unavailable) makes the verdict ``INVALID``.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -42,10 +41,17 @@ from rootweaver_capabilities.prompts import (
     score_ebg,
 )
 from rootweaver_innovations.corpus import QARow
-from rootweaver_innovations.diagnostics import answer_in_context, exact_match, f1_score, paired_bootstrap_ci
+from rootweaver_innovations.diagnostics import (
+    answer_in_context,
+    exact_match,
+    f1_score,
+    paired_bootstrap_ci,
+)
 from rootweaver_innovations.multihop import MultiHopRAG
 from rootweaver_innovations.retrieval import BM25Retriever
 from rootweaver_innovations.strategies import STRATEGIES, make_compactor
+
+from .report import write_json, write_text
 
 __all__ = [
     "ADR_BAR",
@@ -332,8 +338,4 @@ def quality_markdown(report: dict[str, Any], command: str = "") -> str:
 def write_quality_report(report: dict[str, Any], out_dir: str | Path, command: str = "") -> tuple[Path, Path]:
     """Write ``quality.json`` (with every row) and ``quality.md`` into ``out_dir``."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = out / "quality.json", out / "quality.md"
-    json_path.write_text(json.dumps(report, indent=1))
-    md_path.write_text(quality_markdown(report, command))
-    return json_path, md_path
+    return write_json(out / "quality.json", report), write_text(out / "quality.md", quality_markdown(report, command))

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .retrieval import top_k_indices
+
 __all__ = [
     "TIE_TOLERANCE",
     "CoverageObjective",
@@ -148,10 +150,6 @@ def _unit_rows(x: np.ndarray) -> np.ndarray:
     return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
 
 
-def _ranked(scores: np.ndarray) -> np.ndarray:
-    return np.lexsort((np.arange(scores.shape[0]), -scores))
-
-
 def anchor_scores(term_matrix: np.ndarray, relevance: np.ndarray, n_seeds: int) -> tuple[np.ndarray, tuple[int, ...]]:
     """Soft-anchor score of each candidate and the seeds used.
 
@@ -163,7 +161,7 @@ def anchor_scores(term_matrix: np.ndarray, relevance: np.ndarray, n_seeds: int) 
     rel = _nonneg_matrix("relevance", relevance, 1)
     if n_seeds < 0:
         raise ValueError(f"n_seeds must be >= 0, got {n_seeds}")
-    seeds = tuple(int(i) for i in _ranked(rel)[: min(n_seeds, rel.shape[0])])
+    seeds = tuple(int(i) for i in top_k_indices(rel, n_seeds))
     if not seeds:
         return np.zeros(x.shape[0]), seeds
     unit = _unit_rows(x)
