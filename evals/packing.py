@@ -13,7 +13,7 @@ Gold labels are used only to score packets, never to build or rank candidates.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -38,7 +38,15 @@ from .datasets import DEFAULT_CACHE, build_open_pool, cached_embeddings
 from .peers import PEER_POLICIES, register_peers
 from .report import progress
 
-__all__ = ["BUDGETS", "POLICY_ORDER", "RETRIEVERS", "run_packing_eval"]
+__all__ = [
+    "BUDGETS",
+    "POLICY_ORDER",
+    "RETRIEVERS",
+    "EmbeddingCache",
+    "make_retriever",
+    "run_packing_eval",
+    "sentence_candidates",
+]
 
 BUDGETS = (96, 128, 160, 224)
 RETRIEVERS = ("bm25", "dense", "hybrid")
@@ -87,14 +95,15 @@ def _line_packet(cands: Sequence[Candidate], question: str, budget: Budget) -> l
     return [by_text[line] for line in best.split("\n") if line in by_text]
 
 
-def _make_retriever(name: str, passages: Sequence[Passage], embed: Callable | None):
+def make_retriever(name: str, passages: Sequence[Passage], embed: EmbeddingCache | None):
+    """The named retriever (one of :data:`RETRIEVERS`) over ``passages``; dense ones need ``embed``."""
     if name == "bm25":
         return BM25Retriever(passages)
     dense = DenseRetriever(passages, embed.embedder, embed.passages(passages))
     return dense if name == "dense" else HybridRetriever([BM25Retriever(passages), dense])
 
 
-class _Embeddings:
+class EmbeddingCache:
     """Paragraph and sentence embeddings, computed once per text set and cached on disk."""
 
     def __init__(self, cache_dir: Path):
@@ -155,7 +164,7 @@ def run_packing_eval(
         register_peers(peers)
     counter = default_token_counter()
     need_dense = similarity == "dense" or any(r != "bm25" for r in retrievers)
-    embed = _Embeddings(cache_dir) if need_dense else None
+    embed = EmbeddingCache(cache_dir) if need_dense else None
     t0 = time.perf_counter()
     report: dict = {"n_questions": len(rows), "open_pool": open_pool, "similarity": similarity,
                     "budgets": list(budgets), "policies": list(policies), "seed": seed,
@@ -169,13 +178,13 @@ def run_packing_eval(
             embed.sentences([s.strip() for p in all_passages for s in p.sentences if s.strip()])
     for rname in retrievers:
         if pool is not None:
-            retriever = _make_retriever(rname, pool.passages, embed)
+            retriever = make_retriever(rname, pool.passages, embed)
         per_q: list[_Question] = []
         rec, allg = [], []
         for i, row in enumerate(progress(rows, f"retrieve[{rname}]", show_progress)):
             if pool is None:
                 own = build_open_pool([row])
-                hits = _make_retriever(rname, own.passages, embed).search(row.question, TOP_K)
+                hits = make_retriever(rname, own.passages, embed).search(row.question, TOP_K)
                 gold = own.gold[0]
             else:
                 hits = retriever.search(row.question, TOP_K)

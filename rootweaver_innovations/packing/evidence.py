@@ -1,36 +1,40 @@
-"""The ``evidence`` packing policy: answer-likelihood scores, then an exact covering knapsack.
+"""The ``evidence`` packing policy: which documents are evidence, which sentence holds the
+answer, then an exact covering knapsack.
 
 Why the other packers lose on multi-hop questions: their scores are lexical relevance, and
 the sentence that holds the answer of a bridge question usually shares few words with the
 question (it is in the *second* paragraph, reached through an entity the first one names).
 Per-token gains make it worse by favouring short, low-information sentences.
 
-This policy scores each candidate with a fixed logistic model of "this sentence holds the
-answer", built only from what every policy sees (text, relevance, document, position, the
-question) and never from a label, then packs by an exact dynamic programme:
+This policy uses two fixed linear models over what every policy sees (texts, titles,
+relevance, document order, the question), never a label, then packs by an exact programme:
 
-1. **Score** (:func:`evidence_features`, :data:`EVIDENCE_WEIGHTS`): relevance and its rank,
-   being its document's best sentence, a lead-sentence prior (a Wikipedia paragraph's
-   first sentence names its entity and its key facts), the document's retrieval rank,
-   query-term coverage, answer-type cues (years for *when*, numbers for *how many*),
-   capitalised words the question does not already contain, bridge links (the sentence
-   names another candidate document's title, or its document's title is named by another
-   document), the title named in the question, the options of a comparison question, cost.
-   The weights were fitted once, by logistic regression on the even-indexed half of the
-   HotpotQA dev questions (see ``docs/packing_results.md``), and are constants here.
-2. **Pack** (:func:`evidence_policy`): maximise ``sum (p_i - price) + sum_d bonus_d [d covered]``
-   under the token (or char) capacity, where each document contributes one or two of its
-   ``options_per_doc`` best sentences and ``bonus_d = doc_bonus / (1 + rank_decay * r_d)``
-   rewards covering retrieved documents (``r_d`` its retrieval rank): a multiple-choice
-   knapsack solved exactly by dynamic programming over the capacity (costs are the
-   ledger's integer costs). The chosen sentences are taken best first, then the rest of
-   the budget is filled by score with any candidate that still fits and whose likelihood
-   exceeds the price (:class:`EvidenceParams`; defaults chosen on the same tuning half).
+1. **Documents** (:func:`document_features`, :data:`DOCUMENT_WEIGHTS`): ``q_d``, a logistic
+   model of "document ``d`` is needed evidence", from its retrieval rank, relevance, title
+   links (its title is named by another document, it names another's title, *second-order*
+   links through a document whose title the question names) and the question's words.
+2. **Sentences** (:func:`evidence_features`, :data:`EVIDENCE_WEIGHTS`): ``p_i``, the share of
+   "this sentence holds the answer" among the problem's candidates (a softmax, so the ``p``
+   of a problem sum to 1), from relevance, lead / second sentence of its document (a
+   Wikipedia paragraph's first sentence names its entity), answer-type cues (years for
+   *when*, numbers for *how many*, birth brackets for *who*), new capitalised words, title
+   links, the question's head words, cost and its document's ``q_d``.
+3. **Pack** (:func:`evidence_policy`): maximise
+   ``sum_i (p_i - price) + coverage * sum_{d covered} -log(1 - q_d)`` under the token (or
+   char) capacity, where each document contributes one or two sentences among its
+   ``options_per_doc`` best by ``p`` and its cheapest one: a multiple-choice knapsack
+   solved exactly by dynamic programming over the integer capacity. The second term is
+   the log-probability, under independent ``q_d``, that no needed document is left out.
+   The chosen sentences are taken best first, then leftover budget is filled by ``p``
+   with any candidate that fits and whose ``p`` exceeds the price.
 
-The title of a candidate is its ``source`` when set, else its ``doc_id`` (the synthesis
-compactor uses titles as document ids). Ties break by input order, so the policy is
-deterministic. When every candidate fits (within the snippet cap) it takes them all, so
-packing its own output is a no-op.
+Both models were fitted once, on the even-indexed half of the HotpotQA dev questions with
+BM25 and dense retrieval (``scripts/fit_evidence_weights.py`` is the record; see
+``docs/packing_results.md``); their weights are constants here. The title of a candidate
+is its ``source`` when set, else its ``doc_id`` (the synthesis compactor uses titles as
+document ids). Ties break by input order, so the policy is deterministic. When every
+candidate fits (within the snippet cap) it takes them all, so packing its own output is a
+no-op.
 """
 
 from __future__ import annotations
@@ -42,77 +46,113 @@ from itertools import combinations
 
 import numpy as np
 
+from ..compaction import STOP_WORDS
 from .policies import PackingProblem, Selection, register_policy
 
 __all__ = [
-    "EVIDENCE_BIAS",
+    "DOCUMENT_BIAS",
+    "DOCUMENT_WEIGHTS",
     "EVIDENCE_WEIGHTS",
     "EvidenceParams",
     "answer_likelihood",
+    "document_features",
+    "document_likelihood",
     "evidence_features",
     "evidence_policy",
 ]
 
-EVIDENCE_WEIGHTS: tuple[tuple[str, float], ...] = (
-    ("relevance", 1.158),  # relevance / max relevance
-    ("relevance_rank", 0.308),  # 1 / (1 + rank by relevance)
-    ("doc_best", 0.411),  # the best-scored sentence of its document
-    ("lead", 0.732),  # first sentence of its document
-    ("second", 0.320),  # second sentence of its document
-    ("doc_rank_1", -0.085),  # document retrieval rank 1 (0-based; rank 0 is the base)
-    ("doc_rank_2", -0.479),
-    ("doc_rank_3", -0.632),
-    ("doc_rank_4+", -0.506),
-    ("query_coverage", 0.576),  # share of query content terms in the sentence
-    ("year_cue", 0.456),  # a when/what-year question and a year in the sentence
-    ("number_cue", 0.311),  # a how-many/much/long/old question and a digit in the sentence
-    ("new_capitals", 0.699),  # capitalised words absent from the question (after the 1st word), /5 capped
-    ("bridge_out", 0.917),  # names another candidate document's title
-    ("bridge_in", 1.006),  # its document's title is named by another document's sentence
-    ("title_in_question", -0.452),  # its document's title occurs in the question
-    ("log_cost", 0.207),  # log of the ledger cost
-    ("pronoun_start", -0.065),  # starts with He/She/It/They/His/Her/Its/Their/This/These
-    ("doc_mass", 0.099),  # its document's share of the total relevance
-    ("new_number", -0.188),  # a number absent from the question
-    ("question_capitals", -0.775),  # share of the question's capitalised words it contains
-    ("who_new_capitals", -0.211),  # new_capitals on a who-question
-    ("where_new_capitals", -0.212),  # new_capitals on a where/which-city/country question
-    ("lead_of_top_doc", 0.530),  # lead sentence of the top-ranked document
-    ("relevance_x_lead", -0.399),
-    ("comparison_option", 1.943),  # question_capitals on an either/or or "both" question
-    ("bridge_in_lead", 0.324),  # bridge_in and lead
-    ("any_year", 0.108),  # a year in the sentence
+DOCUMENT_WEIGHTS: tuple[tuple[str, float], ...] = (
+    ("rank_1", -0.989),  # retrieval rank 1 (0-based; rank 0 is the base)
+    ("rank_2", -1.680),
+    ("rank_3", -2.108),
+    ("rank_4+", -2.294),
+    ("best_relevance", 1.670),  # its best sentence's relevance / the problem's best
+    ("relevance_mass", 1.526),  # its share of the problem's total relevance
+    ("lead_relevance", 0.150),  # its first sentence's relevance / the problem's best
+    ("named_by_other", 2.458),  # its title occurs in another document's sentence
+    ("names_other", 1.218),  # one of its sentences names another document's title
+    ("title_in_question", 4.766),
+    ("title_word_overlap", -0.019),  # share of its title's words that are question words
+    ("question_capitals", 0.018),  # share of the question's capitalised words it contains
+    ("named_by_other_x_title_in_question", -4.261),
+    ("names_other_x_title_in_question", -1.128),
+    ("named_by_question_document", 0.862),  # named by a document whose title the question names
+    ("names_question_document", -2.393),  # names the title of a document the question names
 )
-EVIDENCE_BIAS = -4.836
+DOCUMENT_BIAS = -2.174
+
+EVIDENCE_WEIGHTS: tuple[tuple[str, float], ...] = (
+    ("relevance", 2.752),  # relevance / max relevance
+    ("relevance_rank", -0.758),  # 1 / (1 + rank by relevance)
+    ("doc_best", 0.304),  # the best-scored sentence of its document
+    ("lead", 0.919),  # first sentence of its document
+    ("second", 0.269),  # second sentence of its document
+    ("doc_rank_1", 0.155),  # document retrieval rank 1 (0-based; rank 0 is the base)
+    ("doc_rank_2", 0.132),
+    ("doc_rank_3", 0.227),
+    ("doc_rank_4+", 0.446),
+    ("query_coverage", 0.874),  # share of query content terms in the sentence
+    ("year_cue", 3.194),  # a when/what-year question and a year in the sentence
+    ("number_cue", 2.941),  # a how-many/much/long/old question and a digit in the sentence
+    ("new_capitals", 0.920),  # capitalised words absent from the question (after the 1st word), /5 capped
+    ("bridge_out", 0.461),  # names another candidate document's title
+    ("bridge_in", 0.358),  # its document's title is named by another document's sentence
+    ("title_in_question", 0.147),  # its document's title occurs in the question
+    ("log_cost", -0.080),  # log of the ledger cost
+    ("pronoun_start", 0.050),  # starts with He/She/It/They/His/Her/Its/Their/This/These
+    ("doc_mass", -2.650),  # its document's share of the total relevance
+    ("new_number", 0.029),  # a number absent from the question
+    ("question_capitals", -1.518),  # share of the question's capitalised words it contains
+    ("who_new_capitals", 0.474),  # new_capitals on a who-question
+    ("where_new_capitals", 1.222),  # new_capitals on a where/which-city/country question
+    ("lead_of_top_doc", -0.077),  # lead sentence of the top-ranked document
+    ("relevance_x_lead", -0.805),
+    ("comparison_option", 3.191),  # question_capitals on an either/or or "both" question
+    ("bridge_in_lead", -0.205),  # bridge_in and lead
+    ("any_year", 0.086),  # a year in the sentence
+    ("starts_with_title", -0.124),  # begins with its document's title (first 20 characters)
+    ("born_on_who", 0.637),  # a birth bracket ("(born", "(1909 – 1992)") on a who-question
+    ("head_words", 0.707),  # share of the question's first content words (words 2-6) it contains
+    ("born", -0.035),
+    ("doc_evidence", 1.292),  # q_d of its document
+    ("doc_top_two", 1.007),  # its document is among the two with the highest q_d
+    ("lead_x_doc_evidence", 0.639),
+    ("lead_x_doc_evidence_title_not_in_question", -0.097),
+    ("starts_with_title_x_doc_evidence_title_not_in_question", 0.506),
+    ("doc_evidence_title_not_in_question", 1.670),
+    ("head_words_x_doc_evidence", -0.768),
+    ("lead_title_not_in_question_on_which_who", 0.460),  # a which/what/who question's entity lead
+)
 
 _YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})\b")
 _NUMBER = re.compile(r"\d+")
 _CAPITAL = re.compile(r"\b[A-Z][\w'\-]*")
 _PRONOUN = re.compile(r"^(?:He|She|It|They|His|Her|Its|Their|This|These)\b")
 _PAREN = re.compile(r"\s*\(.*\)$")
-_WEIGHTS = np.array([w for _name, w in EVIDENCE_WEIGHTS])
+_WORD = re.compile(r"\w+")
+_Q_CLIP = 1e-4  # q_d is kept in [1e-4, 1 - 1e-4] so that -log(1 - q_d) stays finite
 
 
 @dataclass(frozen=True, slots=True)
 class EvidenceParams:
-    """Packing parameters (chosen on the tuning half, see the module docstring).
+    """Packing parameters (chosen on the tuning half, see ``docs/packing_results.md``).
 
-    ``doc_bonus`` (>= 0) is the value of covering the top document, ``rank_decay`` (>= 0)
-    how fast it falls with the document's retrieval rank; ``price`` (>= 0) is charged per
-    sentence taken, so a sentence whose likelihood is below it is taken only to cover its
-    document (and never as filler); ``options_per_doc`` (>= 1) how many of a document's
-    best sentences the knapsack considers, ``max_per_doc`` (1 or 2) how many it may take
-    from one document. Bad values raise ``ValueError``.
+    ``coverage`` (>= 0) weighs the log-probability that no needed document is left out
+    against the summed answer shares; ``price`` (>= 0) is charged per sentence taken, so a
+    sentence whose share is below it is taken only to cover its document (never as
+    filler); ``options_per_doc`` (>= 1) how many of a document's best sentences by ``p``
+    the knapsack considers (its cheapest sentence is always considered too),
+    ``max_per_doc`` (1 or 2) how many it may take from one document. Bad values raise
+    ``ValueError``.
     """
 
-    doc_bonus: float = 0.2
-    rank_decay: float = 0.1
-    price: float = 0.03
+    coverage: float = 1.2
+    price: float = 0.02
     options_per_doc: int = 3
     max_per_doc: int = 2
 
     def __post_init__(self) -> None:
-        for name in ("doc_bonus", "rank_decay", "price"):
+        for name in ("coverage", "price"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
@@ -123,8 +163,8 @@ class EvidenceParams:
             raise ValueError(f"max_per_doc must be 1 or 2, got {self.max_per_doc!r}")
 
 
-def _question_kind(question: str) -> tuple[bool, bool, bool, bool, bool]:
-    """``(when, how_many, who, where, comparison)`` cues from the question's wording."""
+def _question_kind(question: str) -> tuple[bool, bool, bool, bool, bool, bool]:
+    """``(when, how_many, who, where, comparison, which)`` cues from the question's wording."""
     q = question.lower()
     when = q.startswith("when") or any(k in q for k in ("what year", "which year", "what date"))
     how_many = any(k in q for k in ("how many", "how much", "how long", "how old", "how tall"))
@@ -133,16 +173,17 @@ def _question_kind(question: str) -> tuple[bool, bool, bool, bool, bool]:
         k in q for k in ("what city", "what country", "which city", "which country", "what state")
     )
     comparison = " or " in q or "both" in q
-    return when, how_many, who, where, comparison
+    which = q.startswith(("which", "what"))
+    return when, how_many, who, where, comparison, which
 
 
-_PARSED: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool, bool]] = {}
+_PARSED: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool, bool, bool]] = {}
 _PARSED_MAX = 65536
 
 
-def _parse(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool]:
+def _parse(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool, bool]:
     """Question-independent parse of a text, memoised (bounded) like the token counts:
-    ``(lowercased capitalised words, numbers, has a year, starts with a pronoun)``."""
+    ``(lowercased capitalised words, numbers, has a year, starts with a pronoun, birth bracket)``."""
     hit = _PARSED.get(text)
     if hit is None:
         hit = (
@@ -150,6 +191,7 @@ def _parse(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool]:
             tuple(_NUMBER.findall(text)),
             _YEAR.search(text) is not None,
             _PRONOUN.match(text) is not None,
+            "(born" in text or (" – " in text[:120] and "(" in text[:80]),
         )
         if len(_PARSED) >= _PARSED_MAX:
             _PARSED.clear()
@@ -157,39 +199,119 @@ def _parse(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool]:
     return hit
 
 
-def _text_features(text: str, q_low: str, q_capitals: set[str]) -> tuple[float, ...]:
-    """``(new_capitals, question_capitals, any_year, new_number, digit, pronoun_start)`` of one text."""
-    caps, numbers, year, pronoun = _parse(text)
-    new_caps = min(5, sum(w not in q_low for w in caps[1:])) / 5
-    q_caps = len(q_capitals.intersection(caps)) / max(1, len(q_capitals))
-    return new_caps, q_caps, year, any(m not in q_low for m in numbers), bool(numbers), pronoun
+@dataclass(frozen=True, slots=True, eq=False)
+class _Structure:
+    """What both models read: per-sentence document facts and the documents' title links."""
+
+    rel: np.ndarray  # relevance / max relevance
+    doc_rank: np.ndarray  # per sentence: its document's retrieval rank
+    in_doc: np.ndarray  # per sentence: its index inside its document (position order)
+    titles: list[str]  # per document: lowercased title without a trailing "(...)"
+    lowered: list[str]  # per sentence: lowercased text
+    links: np.ndarray  # (n_doc, n_doc) bool: document j has a sentence naming document k's title
+    bridge_out: np.ndarray  # per sentence: names another document's title
+    title_in_q: np.ndarray  # per document
 
 
-def evidence_features(problem: PackingProblem) -> np.ndarray:
-    """The ``(n, len(EVIDENCE_WEIGHTS))`` feature matrix of the problem's candidates (columns in that order)."""
-    cands = problem.candidates
+def _structure(problem: PackingProblem) -> _Structure:
+    cands, doc = problem.candidates, problem.doc_index
     n = len(cands)
-    if n == 0:
-        return np.zeros((0, len(EVIDENCE_WEIGHTS)))
     relevance = problem.relevance
-    doc = problem.doc_index
-    positions = np.fromiter((c.position for c in cands), dtype=np.int64, count=n)
     top = relevance.max()
     rel = relevance / top if top > 0 else np.zeros(n)
-    rank = np.empty(n)
-    rank[np.lexsort((np.arange(n), positions, -relevance))] = np.arange(n)
+    positions = np.fromiter((c.position for c in cands), dtype=np.int64, count=n)
     n_doc = int(doc.max()) + 1
     by_doc = np.lexsort((np.arange(n), positions, doc))  # grouped by document, in position order
     sorted_doc = doc[by_doc]
     new_group = np.ones(n, dtype=bool)
     new_group[1:] = sorted_doc[1:] != sorted_doc[:-1]
     starts = np.flatnonzero(new_group)
-    in_doc = np.empty(n)  # sentence index inside its document
+    in_doc = np.empty(n)
     in_doc[by_doc] = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
     first = np.full(n_doc, np.iinfo(np.int64).max)
     first[sorted_doc[starts]] = positions[by_doc[starts]]
     doc_rank = np.argsort(np.argsort(first, kind="stable"), kind="stable")[doc]
-    lead = (in_doc == 0).astype(np.float64)
+
+    doc_list = doc.tolist()
+    titles = [""] * n_doc
+    seen = set()
+    for c, d in zip(cands, doc_list):
+        if d not in seen:
+            seen.add(d)
+            titles[d] = _PAREN.sub("", c.source if c.source is not None else c.doc_id).lower()
+    lowered = [c.text.lower() for c in cands]  # lowercasing may change lengths: offsets from these
+    joined = "\n".join(lowered)
+    ends, end = [], 0
+    for t in lowered:
+        end += len(t) + 1
+        ends.append(end)
+    links = np.zeros((n_doc, n_doc), dtype=bool)
+    bridge_out = np.zeros(n)
+    for d, t in enumerate(titles):
+        at = joined.find(t) if t else -1
+        while at >= 0:
+            i = bisect_right(ends, at)
+            if doc_list[i] != d and at + len(t) < ends[i]:  # inside one text, of another document
+                bridge_out[i] = 1.0
+                links[doc_list[i], d] = True
+            at = joined.find(t, at + 1)
+    q_low = problem.query.lower()
+    title_in_q = np.array([1.0 if t and t in q_low else 0.0 for t in titles])
+    return _Structure(rel, doc_rank, in_doc, titles, lowered, links, bridge_out, title_in_q)
+
+
+def _document_features(problem: PackingProblem, s: _Structure) -> np.ndarray:
+    doc = problem.doc_index
+    n_doc = len(s.titles)
+    rank = np.zeros(n_doc, dtype=np.int64)
+    rank[doc] = s.doc_rank
+    best = np.zeros(n_doc)
+    np.maximum.at(best, doc, s.rel)
+    mass = np.bincount(doc, weights=problem.relevance, minlength=n_doc)
+    total = mass.sum()
+    mass = mass / total if total > 0 else mass
+    lead_rel = np.zeros(n_doc)
+    lead = s.in_doc == 0
+    lead_rel[doc[lead]] = s.rel[lead]
+    named_by = s.links.any(axis=0)  # some other document names d
+    names = s.links.any(axis=1)
+    tq = s.title_in_q.astype(bool)
+    named_by_q = s.links[tq].any(axis=0)  # named by a document the question names (never itself)
+    names_q = s.links[:, tq].any(axis=1)
+    q_low = problem.query.lower()
+    q_words = set(_WORD.findall(q_low))
+    overlap = np.array([
+        len(set(w) & q_words) / max(1, len(set(w))) for w in (_WORD.findall(t) for t in s.titles)
+    ])
+    q_caps = {w.lower() for w in _CAPITAL.findall(problem.query)[1:]}
+    doc_text = ["\n".join(t) for t in _group(s.lowered, doc.tolist(), n_doc)]
+    caps = np.array([sum(c in t for c in q_caps) / max(1, len(q_caps)) for t in doc_text])
+    return np.column_stack([
+        rank == 1, rank == 2, rank == 3, rank >= 4, best, mass, lead_rel, named_by, names, tq, overlap, caps,
+        named_by & tq, names & tq, named_by_q, names_q,
+    ]).astype(np.float64)
+
+
+def _group(items: list[str], keys: list[int], n_keys: int) -> list[list[str]]:
+    out: list[list[str]] = [[] for _ in range(n_keys)]
+    for item, k in zip(items, keys):
+        out[k].append(item)
+    return out
+
+
+def _document_likelihood(features: np.ndarray) -> np.ndarray:
+    z = features @ _DOC_W + DOCUMENT_BIAS
+    return np.clip(1.0 / (1.0 + np.exp(-z)), _Q_CLIP, 1.0 - _Q_CLIP)
+
+
+def _sentence_features(problem: PackingProblem, s: _Structure, q: np.ndarray) -> np.ndarray:
+    cands, doc = problem.candidates, problem.doc_index
+    n = len(cands)
+    n_doc = len(s.titles)
+    relevance = problem.relevance
+    positions = np.fromiter((c.position for c in cands), dtype=np.int64, count=n)
+    rank = np.empty(n)
+    rank[np.lexsort((np.arange(n), positions, -relevance))] = np.arange(n)
     doc_max = np.zeros(n_doc)
     np.maximum.at(doc_max, doc, relevance)
     doc_mass = np.bincount(doc, weights=relevance, minlength=n_doc)
@@ -200,58 +322,98 @@ def evidence_features(problem: PackingProblem) -> np.ndarray:
 
     question = problem.query
     q_low = question.lower()
-    when, how_many, who, where, comparison = _question_kind(question)
+    when, how_many, who, where, comparison, which = _question_kind(question)
     q_capitals = {w.lower() for w in _CAPITAL.findall(question)[1:]}
-    texts = [c.text for c in cands]
-    new_caps, q_caps, has_year, new_number, digit, pronoun = np.array(
-        [_text_features(t, q_low, q_capitals) for t in texts], dtype=np.float64
+    head = [w for w in _WORD.findall(q_low)[1:6] if w not in STOP_WORDS]
+    rows = []
+    for text, low, d in zip((c.text for c in cands), s.lowered, doc.tolist()):
+        caps, numbers, year, pronoun, born = _parse(text)
+        title = s.titles[d]
+        rows.append((
+            min(5, sum(w not in q_low for w in caps[1:])) / 5,
+            len(q_capitals.intersection(caps)) / max(1, len(q_capitals)),
+            year, any(m not in q_low for m in numbers), bool(numbers), pronoun, born,
+            bool(title) and low.startswith(title[:20]),
+            sum(w in low for w in head) / max(1, len(head)),
+        ))
+    new_caps, q_caps, has_year, new_number, digit, pronoun, born, starts_title, head_words = np.array(
+        rows, dtype=np.float64
     ).T
-
-    doc_list = doc.tolist()
-    titles: dict[int, str] = {}
-    for c, d in zip(cands, doc_list):
-        if d not in titles:
-            titles[d] = _PAREN.sub("", c.source if c.source is not None else c.doc_id).lower()
-    lowered = [t.lower() for t in texts]  # lowercasing may change lengths: offsets from these
-    joined = "\n".join(lowered)
-    ends, end = [], 0
-    for t in lowered:
-        end += len(t) + 1
-        ends.append(end)
-    bridge_out = np.zeros(n)
-    target = np.zeros(n_doc)
-    for d, t in titles.items():
-        at = joined.find(t) if t else -1
-        while at >= 0:
-            i = bisect_right(ends, at)
-            if doc_list[i] != d and at + len(t) < ends[i]:  # inside one text, of another document
-                bridge_out[i] = 1.0
-                target[d] = 1.0
-            at = joined.find(t, at + 1)
-    bridge_in = target[doc]
-    title_in_q = np.array([1.0 if titles.get(d) and titles[d] in q_low else 0.0 for d in range(n_doc)])[doc]
-
+    lead = (s.in_doc == 0).astype(np.float64)
+    bridge_in = s.links.any(axis=0)[doc].astype(np.float64)
+    q_doc = q[doc]
+    top_two = np.zeros(n_doc)
+    top_two[np.argsort(-q, kind="stable")[:2]] = 1.0
+    not_in_q = 1.0 - s.title_in_q[doc]
+    doc_rank = s.doc_rank
     return np.column_stack([
-        rel, 1.0 / (1.0 + rank), relevance >= doc_max[doc], lead, in_doc == 1,
+        s.rel, 1.0 / (1.0 + rank), relevance >= doc_max[doc], lead, s.in_doc == 1,
         doc_rank == 1, doc_rank == 2, doc_rank == 3, doc_rank >= 4, coverage,
-        has_year * when, digit * how_many, new_caps, bridge_out, bridge_in, title_in_q,
+        has_year * when, digit * how_many, new_caps, s.bridge_out, bridge_in, s.title_in_q[doc],
         np.log(np.maximum(problem.knapsack.item, 1)), pronoun, mass, new_number, q_caps, new_caps * who,
-        new_caps * where, lead * (doc_rank == 0), rel * lead, q_caps * comparison, bridge_in * lead, has_year,
+        new_caps * where, lead * (doc_rank == 0), s.rel * lead, q_caps * comparison, bridge_in * lead, has_year,
+        starts_title, born * who, head_words, born, q_doc, top_two[doc], lead * q_doc, lead * q_doc * not_in_q,
+        starts_title * q_doc * not_in_q, q_doc * not_in_q, head_words * q_doc, lead * not_in_q * (which or who),
     ]).astype(np.float64)
 
 
+def document_features(problem: PackingProblem) -> np.ndarray:
+    """The ``(n_doc, len(DOCUMENT_WEIGHTS))`` matrix of the problem's documents (``doc_index`` order)."""
+    if not problem.candidates:
+        return np.zeros((0, len(DOCUMENT_WEIGHTS)))
+    return _document_features(problem, _structure(problem))
+
+
+def document_likelihood(problem: PackingProblem) -> np.ndarray:
+    """Each document's modelled probability of being needed evidence, in ``[1e-4, 1 - 1e-4]``."""
+    return _document_likelihood(document_features(problem))
+
+
+def evidence_features(problem: PackingProblem, doc_likelihood: np.ndarray | None = None) -> np.ndarray:
+    """The ``(n, len(EVIDENCE_WEIGHTS))`` matrix of the problem's candidates (columns in that order).
+
+    ``doc_likelihood`` (per document, ``doc_index`` order) defaults to the shipped
+    :func:`document_likelihood`; the fitting script passes its own.
+    """
+    if not problem.candidates:
+        return np.zeros((0, len(EVIDENCE_WEIGHTS)))
+    s = _structure(problem)
+    q = _document_likelihood(_document_features(problem, s)) if doc_likelihood is None else doc_likelihood
+    return _sentence_features(problem, s, q)
+
+
+def _softmax(z: np.ndarray) -> np.ndarray:
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def _likelihoods(problem: PackingProblem) -> tuple[np.ndarray, np.ndarray]:
+    """``(p, q)``: per-candidate answer shares and per-document evidence likelihoods."""
+    s = _structure(problem)
+    q = _document_likelihood(_document_features(problem, s))
+    return _softmax(_sentence_features(problem, s, q) @ _SENT_W), q
+
+
 def answer_likelihood(problem: PackingProblem) -> np.ndarray:
-    """Each candidate's modelled probability of holding the answer (a fixed logistic model)."""
-    return 1.0 / (1.0 + np.exp(-(evidence_features(problem) @ _WEIGHTS + EVIDENCE_BIAS)))
+    """Each candidate's modelled share of "holds the answer" (non-negative, sums to 1)."""
+    if not problem.candidates:
+        return np.zeros(0)
+    return _likelihoods(problem)[0]
 
 
-def _cover(p: np.ndarray, problem: PackingProblem, params: EvidenceParams) -> list[int]:
+def _options(members: list[int], cost: list[int], params: EvidenceParams) -> list[int]:
+    """A document's ``options_per_doc`` best members (``members`` is in ``p`` order) and its cheapest."""
+    best = members[: params.options_per_doc]
+    cheapest = min(members, key=lambda i: cost[i])  # first in p order among the cheapest
+    return best if cheapest in best else [*best, cheapest]
+
+
+def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: EvidenceParams) -> list[int]:
     """Exact multiple-choice knapsack: at most one option per document, most total value within capacity.
 
-    A document's options are 1..``max_per_doc`` of its ``options_per_doc`` best sentences by
-    ``p`` (ties by input order), worth ``bonus_d + sum(p) - k * price``. Documents are taken
-    in the order they first appear (``doc_index`` numbers them so), which is their rank.
-    On equal value the earlier option, and not taking the document at all, win.
+    A document ``d``'s options are 1..``max_per_doc`` of its :func:`_options`, worth
+    ``bonus[d] + sum(p) - k * price``. On equal value the earlier option, and not taking
+    the document at all, win.
     """
     cost = problem.knapsack.item
     cap = int(problem.knapsack.capacity)
@@ -269,11 +431,11 @@ def _cover(p: np.ndarray, problem: PackingProblem, params: EvidenceParams) -> li
     best = padded[cap + 1:]  # a view
     trail = []
     for r in range(len(bounds) - 1):
-        members = order[bounds[r]:bounds[r + 1]][: params.options_per_doc]
+        members = _options(order[bounds[r]:bounds[r + 1]], cost_of, params)
+        d = int(grouped_doc[bounds[r]])
         subsets = [sub for k in range(1, params.max_per_doc + 1) for sub in combinations(members, k)]
         opt_cost = [sum(cost_of[i] for i in sub) for sub in subsets]
-        bonus = params.doc_bonus / (1.0 + params.rank_decay * r)
-        opt_value = [bonus + sum(p_of[i] for i in sub) - len(sub) * params.price for sub in subsets]
+        opt_value = [bonus[d] + sum(p_of[i] for i in sub) - len(sub) * params.price for sub in subsets]
         shift = np.array([min(c, cap + 1) for c in opt_cost])
         value = padded[at - shift[:, None]]
         value += np.array(opt_value)[:, None]
@@ -293,17 +455,17 @@ def _cover(p: np.ndarray, problem: PackingProblem, params: EvidenceParams) -> li
 
 
 def evidence_policy(problem: PackingProblem, params: EvidenceParams = EvidenceParams()) -> Selection:
-    """Pack ``problem`` (see the module docstring); gains are the answer likelihoods."""
+    """Pack ``problem`` (see the module docstring); gains are the answer shares ``p``."""
     knap = problem.knapsack
     knap.reset()
     n = len(problem.candidates)
     if n == 0:
         return Selection((), ())
-    p = answer_likelihood(problem)
+    p, q = _likelihoods(problem)
     if n <= problem.cap and int(knap.item.sum() + knap.group_cost.sum()) <= knap.capacity:
         return Selection(tuple(range(n)), tuple(float(x) for x in p))
     by_score = np.lexsort((np.arange(n), -p))
-    chosen = set(_cover(p, problem, params))
+    chosen = set(_cover(p, -params.coverage * np.log1p(-q), problem, params))
     order: list[int] = []
     for pass_ in (by_score[[i in chosen for i in by_score]], by_score[p[by_score] > params.price]):
         for i in pass_.tolist():
@@ -314,5 +476,8 @@ def evidence_policy(problem: PackingProblem, params: EvidenceParams = EvidencePa
                 order.append(i)
     return Selection(tuple(order), tuple(float(p[i]) for i in order))
 
+
+_DOC_W = np.array([w for _name, w in DOCUMENT_WEIGHTS])
+_SENT_W = np.array([w for _name, w in EVIDENCE_WEIGHTS])
 
 register_policy("evidence", evidence_policy)
