@@ -75,6 +75,13 @@ class BM25Retriever:
     ``backend`` is ``"bm25s"`` (default) or ``"rank_bm25"``; anything else raises
     ``ValueError``. An empty passage list raises ``ValueError``. ``search`` with ``k < 1``
     raises ``ValueError``; a query with no indexable token returns an empty list.
+
+    In a small corpus every query term may occur in at least half of the passages, where
+    the Robertson idf is <= 0 and every passage scores 0 (rank-bm25 floors only negative
+    idf). Such a query is then scored with Lucene's idf, ``log(1 + (N - df + 0.5) / (df +
+    0.5))``, which is always positive, so it still ranks the passages that hold its terms
+    (10 of the 1100 HotpotQA questions over their own paragraphs). Every other query keeps
+    its Robertson scores.
     """
 
     def __init__(self, passages: Sequence[Passage], backend: str = "bm25s", k1: float = 1.5, b: float = 0.75):
@@ -84,25 +91,36 @@ class BM25Retriever:
             raise ValueError("cannot index an empty passage list")
         self.passages = list(passages)
         self.backend = backend
-        tokens = [bm25_tokenize(f"{p.title} {p.text}") or ["<empty>"] for p in self.passages]
+        self._tokens = [bm25_tokenize(f"{p.title} {p.text}") or ["<empty>"] for p in self.passages]
+        self._k1, self._b = k1, b
+        self._lucene = None
         if backend == "bm25s":
-            import bm25s
-
-            self._index = bm25s.BM25(k1=k1, b=b, method="robertson")
-            self._index.index(tokens, show_progress=False)
+            self._index = self._bm25s("robertson")
             self._vocab = set(self._index.vocab_dict)
         else:
             from rank_bm25 import BM25Okapi
 
-            self._index = BM25Okapi(tokens, k1=k1, b=b)
+            self._index = BM25Okapi(self._tokens, k1=k1, b=b)
             self._vocab = set(self._index.idf)
+
+    def _bm25s(self, method: str):
+        import bm25s
+
+        index = bm25s.BM25(k1=self._k1, b=self._b, method=method)
+        index.index(self._tokens, show_progress=False)
+        return index
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every passage for ``query`` (float64, corpus order)."""
         q = [t for t in bm25_tokenize(query) if t in self._vocab]
         if not q:
             return np.zeros(len(self.passages))
-        return np.asarray(self._index.get_scores(q), dtype=np.float64)
+        s = np.asarray(self._index.get_scores(q), dtype=np.float64)
+        if not s.any():  # every term's Robertson idf <= 0: Lucene idf (see the class docstring)
+            if self._lucene is None:
+                self._lucene = self._bm25s("lucene")
+            s = np.asarray(self._lucene.get_scores(q), dtype=np.float64)
+        return s
 
     def search(self, query: str, k: int) -> list[ScoredPassage]:
         if k < 1:

@@ -38,6 +38,20 @@ def test_query_with_no_known_terms_returns_nothing(demo_retriever):
     assert demo_retriever.search("zzzqqq the of", 5) == []
 
 
+@pytest.mark.parametrize("backend", ["bm25s", "rank_bm25"])
+def test_a_query_of_terms_common_to_most_passages_still_ranks(backend):
+    # "acme" and "launch" occur in 3 of 4 passages: Robertson idf <= 0 scores every passage 0
+    p = [
+        Passage("1", "Acme", ("Acme announced a rocket launch.", "Acme launch details followed.")),
+        Passage("2", "Acme news", ("Acme opened a plant.", "The launch was delayed.")),
+        Passage("3", "Launch", ("Acme moved the launch date.",)),
+        Passage("4", "Weather", ("Rain in the north.",)),
+    ]
+    hits = BM25Retriever(p, backend=backend).search("When did Acme launch?", 4)
+    assert [h.passage.id for h in hits][:1] == ["1"]  # both terms, twice each
+    assert {h.passage.id for h in hits} == {"1", "2", "3"} and all(h.score > 0 for h in hits)
+
+
 @pytest.mark.slow
 def test_backends_rank_alike_on_demo_corpus(demo_passages, golden_questions):
     """Comparison tier: bm25s (robertson idf) against the rank_bm25 reference."""
