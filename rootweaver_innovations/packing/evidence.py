@@ -63,65 +63,65 @@ __all__ = [
 
 DOCUMENT_WEIGHTS: tuple[tuple[str, float], ...] = (
     ("rank_1", -0.989),  # retrieval rank 1 (0-based; rank 0 is the base)
-    ("rank_2", -1.680),
-    ("rank_3", -2.108),
-    ("rank_4+", -2.294),
-    ("best_relevance", 1.670),  # its best sentence's relevance / the problem's best
-    ("relevance_mass", 1.526),  # its share of the problem's total relevance
-    ("lead_relevance", 0.150),  # its first sentence's relevance / the problem's best
-    ("named_by_other", 2.458),  # its title occurs in another document's sentence
-    ("names_other", 1.218),  # one of its sentences names another document's title
-    ("title_in_question", 4.766),
-    ("title_word_overlap", -0.019),  # share of its title's words that are question words
-    ("question_capitals", 0.018),  # share of the question's capitalised words it contains
-    ("named_by_other_x_title_in_question", -4.261),
-    ("names_other_x_title_in_question", -1.128),
-    ("named_by_question_document", 0.862),  # named by a document whose title the question names
-    ("names_question_document", -2.393),  # names the title of a document the question names
+    ("rank_2", -1.679),
+    ("rank_3", -2.111),
+    ("rank_4+", -2.292),
+    ("best_relevance", 1.676),  # its best sentence's relevance / the problem's best
+    ("relevance_mass", 1.534),  # its share of the problem's total relevance
+    ("lead_relevance", 0.147),  # its first sentence's relevance / the problem's best
+    ("named_by_other", 2.461),  # its title occurs in another document's sentence
+    ("names_other", 1.217),  # one of its sentences names another document's title
+    ("title_in_question", 4.788),
+    ("title_word_overlap", -0.031),  # share of its title's words that are question words
+    ("question_capitals", 0.023),  # share of the question's capitalised words it contains
+    ("named_by_other_x_title_in_question", -4.264),
+    ("names_other_x_title_in_question", -1.120),
+    ("named_by_question_document", 0.856),  # named by a document whose title the question names
+    ("names_question_document", -2.412),  # names the title of a document the question names
 )
-DOCUMENT_BIAS = -2.174
+DOCUMENT_BIAS = -2.180
 
 EVIDENCE_WEIGHTS: tuple[tuple[str, float], ...] = (
-    ("relevance", 2.752),  # relevance / max relevance
-    ("relevance_rank", -0.758),  # 1 / (1 + rank by relevance)
-    ("doc_best", 0.304),  # the best-scored sentence of its document
-    ("lead", 0.919),  # first sentence of its document
-    ("second", 0.269),  # second sentence of its document
-    ("doc_rank_1", 0.155),  # document retrieval rank 1 (0-based; rank 0 is the base)
-    ("doc_rank_2", 0.132),
-    ("doc_rank_3", 0.227),
-    ("doc_rank_4+", 0.446),
-    ("query_coverage", 0.874),  # share of query content terms in the sentence
+    ("relevance", 2.767),  # relevance / max relevance
+    ("relevance_rank", -0.768),  # 1 / (1 + rank by relevance)
+    ("doc_best", 0.307),  # the best-scored sentence of its document
+    ("lead", 0.902),  # first sentence of its document
+    ("second", 0.268),  # second sentence of its document
+    ("doc_rank_1", 0.158),  # document retrieval rank 1 (0-based; rank 0 is the base)
+    ("doc_rank_2", 0.121),
+    ("doc_rank_3", 0.220),
+    ("doc_rank_4+", 0.433),
+    ("query_coverage", 0.861),  # share of query content terms in the sentence
     ("year_cue", 3.194),  # a when/what-year question and a year in the sentence
-    ("number_cue", 2.941),  # a how-many/much/long/old question and a digit in the sentence
-    ("new_capitals", 0.920),  # capitalised words absent from the question (after the 1st word), /5 capped
-    ("bridge_out", 0.461),  # names another candidate document's title
+    ("number_cue", 2.938),  # a how-many/much/long/old question and a digit in the sentence
+    ("new_capitals", 0.921),  # capitalised words absent from the question (after the 1st word), /5 capped
+    ("bridge_out", 0.458),  # names another candidate document's title
     ("bridge_in", 0.358),  # its document's title is named by another document's sentence
-    ("title_in_question", 0.147),  # its document's title occurs in the question
-    ("log_cost", -0.080),  # log of the ledger cost
-    ("pronoun_start", 0.050),  # starts with He/She/It/They/His/Her/Its/Their/This/These
-    ("doc_mass", -2.650),  # its document's share of the total relevance
-    ("new_number", 0.029),  # a number absent from the question
-    ("question_capitals", -1.518),  # share of the question's capitalised words it contains
-    ("who_new_capitals", 0.474),  # new_capitals on a who-question
-    ("where_new_capitals", 1.222),  # new_capitals on a where/which-city/country question
-    ("lead_of_top_doc", -0.077),  # lead sentence of the top-ranked document
-    ("relevance_x_lead", -0.805),
-    ("comparison_option", 3.191),  # question_capitals on an either/or or "both" question
-    ("bridge_in_lead", -0.205),  # bridge_in and lead
-    ("any_year", 0.086),  # a year in the sentence
-    ("starts_with_title", -0.124),  # begins with its document's title (first 20 characters)
-    ("born_on_who", 0.637),  # a birth bracket ("(born", "(1909 – 1992)") on a who-question
-    ("head_words", 0.707),  # share of the question's first content words (words 2-6) it contains
-    ("born", -0.035),
-    ("doc_evidence", 1.292),  # q_d of its document
-    ("doc_top_two", 1.007),  # its document is among the two with the highest q_d
-    ("lead_x_doc_evidence", 0.639),
-    ("lead_x_doc_evidence_title_not_in_question", -0.097),
-    ("starts_with_title_x_doc_evidence_title_not_in_question", 0.506),
-    ("doc_evidence_title_not_in_question", 1.670),
-    ("head_words_x_doc_evidence", -0.768),
-    ("lead_title_not_in_question_on_which_who", 0.460),  # a which/what/who question's entity lead
+    ("title_in_question", 0.139),  # its document's title occurs in the question
+    ("log_cost", -0.083),  # log of the ledger cost
+    ("pronoun_start", 0.051),  # starts with He/She/It/They/His/Her/Its/Their/This/These
+    ("doc_mass", -2.663),  # its document's share of the total relevance
+    ("new_number", 0.030),  # a number absent from the question
+    ("question_capitals", -1.515),  # share of the question's capitalised words it contains
+    ("who_new_capitals", 0.477),  # new_capitals on a who-question
+    ("where_new_capitals", 1.226),  # new_capitals on a where/which-city/country question
+    ("lead_of_top_doc", -0.069),  # lead sentence of the top-ranked document
+    ("relevance_x_lead", -0.803),
+    ("comparison_option", 3.201),  # question_capitals on an either/or or "both" question
+    ("bridge_in_lead", -0.195),  # bridge_in and lead
+    ("any_year", 0.085),  # a year in the sentence
+    ("starts_with_title", -0.121),  # begins with its document's title (first 20 characters)
+    ("born_on_who", 0.622),  # a birth bracket ("(born", "(1909 – 1992)") on a who-question
+    ("head_words", 0.706),  # share of the question's first content words (words 2-6) it contains
+    ("born", -0.022),
+    ("doc_evidence", 1.305),  # q_d of its document
+    ("doc_top_two", 0.991),  # its document is among the two with the highest q_d
+    ("lead_x_doc_evidence", 0.648),
+    ("lead_x_doc_evidence_title_not_in_question", -0.116),
+    ("starts_with_title_x_doc_evidence_title_not_in_question", 0.511),
+    ("doc_evidence_title_not_in_question", 1.671),
+    ("head_words_x_doc_evidence", -0.772),
+    ("lead_title_not_in_question_on_which_who", 0.476),  # a which/what/who question's entity lead
 )
 
 _YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})\b")
