@@ -16,6 +16,7 @@ from rootweaver_innovations.multihop import (
     extractive_answer,
     is_answered,
 )
+from rootweaver_innovations.strategies import STRATEGIES, make_compactor
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +53,24 @@ def test_trajectory_identical_on_and_off_at_random_budgets(demo_retriever, golde
     assert on.synth_context == compact_lines(
         off.full_context, max_chars=budget, question=off.question, open_terms=off.open_terms
     ).text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_no_compaction_strategy_changes_the_trajectory(demo_retriever, golden_questions, off_results, data):
+    strategy = data.draw(st.sampled_from(STRATEGIES))
+    i = data.draw(st.integers(0, len(golden_questions) - 1))
+    budget = data.draw(st.integers(1, 6000))
+    rag = MultiHopRAG(
+        demo_retriever, compaction_enabled=True, compaction_max_chars=budget, compactor=make_compactor(strategy)
+    )
+    on = rag.multi_hop_search(golden_questions[i].question)
+    off = off_results[i]
+    assert (on.trajectory(), on.hop_count, on.stop_reason, on.full_context) == (
+        off.trajectory(), off.hop_count, off.stop_reason, off.full_context
+    )
+    kept = on.synth_context.split("\n") if on.synth_context else []
+    assert on.context_chars <= budget and set(kept) <= set(off.full_context.split("\n"))
 
 
 def test_max_hops_one_stops_after_one_hop(demo_retriever, golden_questions):
