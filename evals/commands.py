@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from rootweaver_innovations.corpus import load_corpus_jsonl, load_qa_rows
-from rootweaver_innovations.demo import DEMO_CORPUS, GOLDEN_QUESTIONS, demo_passages, load_questions
+from rootweaver_innovations.demo import DEMO_CORPUS, GOLDEN_QUESTIONS, load_questions
 
 from .report import provenance, write_json, write_text
 

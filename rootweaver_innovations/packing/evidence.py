@@ -284,19 +284,14 @@ def _document_features(problem: PackingProblem, s: _Structure) -> np.ndarray:
         len(set(w) & q_words) / max(1, len(set(w))) for w in (_WORD.findall(t) for t in s.titles)
     ])
     q_caps = {w.lower() for w in _CAPITAL.findall(problem.query)[1:]}
-    doc_text = ["\n".join(t) for t in _group(s.lowered, doc.tolist(), n_doc)]
-    caps = np.array([sum(c in t for c in q_caps) / max(1, len(q_caps)) for t in doc_text])
+    doc_lines: list[list[str]] = [[] for _ in range(n_doc)]
+    for low, d in zip(s.lowered, doc.tolist()):
+        doc_lines[d].append(low)
+    caps = np.array([sum(c in text for c in q_caps) / max(1, len(q_caps)) for text in map("\n".join, doc_lines)])
     return np.column_stack([
         rank == 1, rank == 2, rank == 3, rank >= 4, best, mass, lead_rel, named_by, names, tq, overlap, caps,
         named_by & tq, names & tq, named_by_q, names_q,
     ]).astype(np.float64)
-
-
-def _group(items: list[str], keys: list[int], n_keys: int) -> list[list[str]]:
-    out: list[list[str]] = [[] for _ in range(n_keys)]
-    for item, k in zip(items, keys):
-        out[k].append(item)
-    return out
 
 
 def _document_likelihood(features: np.ndarray) -> np.ndarray:
