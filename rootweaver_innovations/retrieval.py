@@ -11,7 +11,8 @@ retrievers by reciprocal rank fusion.
 
 Backends: ``"bm25s"`` (sparse-matrix scoring, the fast default) and ``"rank_bm25"``
 (rank-bm25's ``BM25Okapi``, the reference). Both use Okapi BM25 with k1=1.5, b=0.75 and
-the Robertson idf. Ties are broken by corpus order, so results are deterministic.
+the Robertson idf (with a Lucene-idf fallback for queries it scores all-zero, see
+:class:`BM25Retriever`). Ties are broken by corpus order, so results are deterministic.
 """
 
 from __future__ import annotations
