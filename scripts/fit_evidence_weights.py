@@ -34,10 +34,10 @@ from rootweaver_innovations.corpus import load_qa_rows
 from rootweaver_innovations.diagnostics import answer_in_context
 from rootweaver_innovations.packing import Budget, default_token_counter, pack, register_policy
 from rootweaver_innovations.packing.evidence import (
-    _Q_CLIP,
     DOCUMENT_BIAS,
     DOCUMENT_WEIGHTS,
     EVIDENCE_WEIGHTS,
+    _document_likelihood,
     document_features,
     evidence_features,
 )
@@ -106,9 +106,10 @@ def _problems(rows, retriever: str, embed: EmbeddingCache | None, budget: Budget
     return out
 
 
-def _print_table(name: str, names: list[str], new: np.ndarray, shipped: np.ndarray) -> None:
+def _print_table(name: str, table: tuple[tuple[str, float], ...], new: np.ndarray) -> None:
+    shipped = np.array([v for _, v in table])
     print(f"{name} = (")
-    for n, v, old in zip(names, new, shipped):
+    for (n, old), v in zip(table, new):
         print(f"    ({n!r}, {v:.3f}),  # shipped {old:.3f}")
     print(f")  # max |diff| {np.abs(new - shipped).max():.3f}")
 
@@ -146,15 +147,14 @@ def main() -> None:
             continue
         y = np.array([float(answer_in_context(row.answer, c.text)) for c in pr.candidates])
         if y.any():
-            q = np.clip(1.0 / (1.0 + np.exp(-(feats @ w_doc + b_doc))), _Q_CLIP, 1.0 - _Q_CLIP)
-            groups.append((evidence_features(pr, q), y))
+            groups.append((evidence_features(pr, _document_likelihood(feats, w_doc, b_doc)), y))
     w_sent = fit_conditional_logit(groups, args.l2)
 
     print(f"{len(captured)} problems ({', '.join(retrievers)}); {sum(map(len, doc_y))} documents, "
           f"{len(groups)} answer groups, {sum(len(t) for _, t in groups)} sentences")
-    _print_table("DOCUMENT_WEIGHTS", [n for n, _ in DOCUMENT_WEIGHTS], w_doc, np.array([v for _, v in DOCUMENT_WEIGHTS]))
+    _print_table("DOCUMENT_WEIGHTS", DOCUMENT_WEIGHTS, w_doc)
     print(f"DOCUMENT_BIAS = {b_doc:.3f}  # shipped {DOCUMENT_BIAS:.3f}")
-    _print_table("EVIDENCE_WEIGHTS", [n for n, _ in EVIDENCE_WEIGHTS], w_sent, np.array([v for _, v in EVIDENCE_WEIGHTS]))
+    _print_table("EVIDENCE_WEIGHTS", EVIDENCE_WEIGHTS, w_sent)
 
 
 if __name__ == "__main__":

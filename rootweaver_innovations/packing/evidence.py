@@ -131,6 +131,8 @@ _PRONOUN = re.compile(r"^(?:He|She|It|They|His|Her|Its|Their|This|These)\b")
 _PAREN = re.compile(r"\s*\(.*\)$")
 _WORD = re.compile(r"\w+")
 _Q_CLIP = 1e-4  # q_d is kept in [1e-4, 1 - 1e-4] so that -log(1 - q_d) stays finite
+_DOC_W = np.array([w for _name, w in DOCUMENT_WEIGHTS])
+_SENT_W = np.array([w for _name, w in EVIDENCE_WEIGHTS])
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +206,9 @@ class _Structure:
     """What both models read: per-sentence document facts and the documents' title links."""
 
     rel: np.ndarray  # relevance / max relevance
+    positions: np.ndarray  # per sentence: Candidate.position
+    doc_best: np.ndarray  # per document: its highest rel
+    doc_share: np.ndarray  # per document: its share of the total relevance (0 when there is none)
     doc_rank: np.ndarray  # per sentence: its document's retrieval rank
     in_doc: np.ndarray  # per sentence: its index inside its document (position order)
     titles: list[str]  # per document: lowercased title without a trailing "(...)"
@@ -231,6 +236,12 @@ def _structure(problem: PackingProblem) -> _Structure:
     first = np.full(n_doc, np.iinfo(np.int64).max)
     first[sorted_doc[starts]] = positions[by_doc[starts]]
     doc_rank = np.argsort(np.argsort(first, kind="stable"), kind="stable")[doc]
+    doc_best = np.zeros(n_doc)
+    np.maximum.at(doc_best, doc, rel)
+    doc_share = np.bincount(doc, weights=relevance, minlength=n_doc)
+    total = doc_share.sum()
+    if total > 0:
+        doc_share /= total
 
     doc_list = doc.tolist()
     titles = [""] * n_doc
@@ -257,7 +268,8 @@ def _structure(problem: PackingProblem) -> _Structure:
             at = joined.find(t, at + 1)
     q_low = problem.query.lower()
     title_in_q = np.array([1.0 if t and t in q_low else 0.0 for t in titles])
-    return _Structure(rel, doc_rank, in_doc, titles, lowered, links, bridge_out, title_in_q)
+    return _Structure(rel, positions, doc_best, doc_share, doc_rank, in_doc, titles, lowered, links, bridge_out,
+                      title_in_q)
 
 
 def _document_features(problem: PackingProblem, s: _Structure) -> np.ndarray:
@@ -265,11 +277,6 @@ def _document_features(problem: PackingProblem, s: _Structure) -> np.ndarray:
     n_doc = len(s.titles)
     rank = np.zeros(n_doc, dtype=np.int64)
     rank[doc] = s.doc_rank
-    best = np.zeros(n_doc)
-    np.maximum.at(best, doc, s.rel)
-    mass = np.bincount(doc, weights=problem.relevance, minlength=n_doc)
-    total = mass.sum()
-    mass = mass / total if total > 0 else mass
     lead_rel = np.zeros(n_doc)
     lead = s.in_doc == 0
     lead_rel[doc[lead]] = s.rel[lead]
@@ -289,13 +296,16 @@ def _document_features(problem: PackingProblem, s: _Structure) -> np.ndarray:
         doc_lines[d].append(low)
     caps = np.array([sum(c in text for c in q_caps) / max(1, len(q_caps)) for text in map("\n".join, doc_lines)])
     return np.column_stack([
-        rank == 1, rank == 2, rank == 3, rank >= 4, best, mass, lead_rel, named_by, names, tq, overlap, caps,
+        rank == 1, rank == 2, rank == 3, rank >= 4, s.doc_best, s.doc_share, lead_rel, named_by, names, tq, overlap, caps,
         named_by & tq, names & tq, named_by_q, names_q,
     ]).astype(np.float64)
 
 
-def _document_likelihood(features: np.ndarray) -> np.ndarray:
-    z = features @ _DOC_W + DOCUMENT_BIAS
+def _document_likelihood(
+    features: np.ndarray, weights: np.ndarray = _DOC_W, bias: float = DOCUMENT_BIAS
+) -> np.ndarray:
+    """``q_d`` from document features: the logistic model (shipped weights by default), clipped."""
+    z = features @ weights + bias
     return np.clip(1.0 / (1.0 + np.exp(-z)), _Q_CLIP, 1.0 - _Q_CLIP)
 
 
@@ -304,14 +314,8 @@ def _sentence_features(problem: PackingProblem, s: _Structure, q: np.ndarray) ->
     n = len(cands)
     n_doc = len(s.titles)
     relevance = problem.relevance
-    positions = np.fromiter((c.position for c in cands), dtype=np.int64, count=n)
     rank = np.empty(n)
-    rank[np.lexsort((np.arange(n), positions, -relevance))] = np.arange(n)
-    doc_max = np.zeros(n_doc)
-    np.maximum.at(doc_max, doc, relevance)
-    doc_mass = np.bincount(doc, weights=relevance, minlength=n_doc)
-    total = doc_mass.sum()
-    mass = doc_mass[doc] / total if total > 0 else np.zeros(n)
+    rank[np.lexsort((np.arange(n), s.positions, -relevance))] = np.arange(n)
     terms = problem.incidence.shape[1]
     coverage = problem.incidence.sum(axis=1) / terms if terms else np.zeros(n)
 
@@ -342,10 +346,10 @@ def _sentence_features(problem: PackingProblem, s: _Structure, q: np.ndarray) ->
     not_in_q = 1.0 - s.title_in_q[doc]
     doc_rank = s.doc_rank
     return np.column_stack([
-        s.rel, 1.0 / (1.0 + rank), relevance >= doc_max[doc], lead, s.in_doc == 1,
+        s.rel, 1.0 / (1.0 + rank), s.rel >= s.doc_best[doc], lead, s.in_doc == 1,
         doc_rank == 1, doc_rank == 2, doc_rank == 3, doc_rank >= 4, coverage,
         has_year * when, digit * how_many, new_caps, s.bridge_out, bridge_in, s.title_in_q[doc],
-        np.log(np.maximum(problem.knapsack.item, 1)), pronoun, mass, new_number, q_caps, new_caps * who,
+        np.log(np.maximum(problem.knapsack.item, 1)), pronoun, s.doc_share[doc], new_number, q_caps, new_caps * who,
         new_caps * where, lead * (doc_rank == 0), s.rel * lead, q_caps * comparison, bridge_in * lead, has_year,
         starts_title, born * who, head_words, born, q_doc, top_two[doc], lead * q_doc, lead * q_doc * not_in_q,
         starts_title * q_doc * not_in_q, q_doc * not_in_q, head_words * q_doc, lead * not_in_q * (which or who),
@@ -471,8 +475,5 @@ def evidence_policy(problem: PackingProblem, params: EvidenceParams = EvidencePa
                 order.append(i)
     return Selection(tuple(order), tuple(float(p[i]) for i in order))
 
-
-_DOC_W = np.array([w for _name, w in DOCUMENT_WEIGHTS])
-_SENT_W = np.array([w for _name, w in EVIDENCE_WEIGHTS])
 
 register_policy("evidence", evidence_policy)
