@@ -96,7 +96,12 @@ def _line_packet(cands: Sequence[Candidate], question: str, budget: Budget) -> l
 
 
 def make_retriever(name: str, passages: Sequence[Passage], embed: EmbeddingCache | None):
-    """The named retriever (one of :data:`RETRIEVERS`) over ``passages``; dense ones need ``embed``."""
+    """The named retriever (one of :data:`RETRIEVERS`) over ``passages``; dense ones need ``embed``.
+
+    Raises ``ValueError`` for an unknown name.
+    """
+    if name not in RETRIEVERS:
+        raise ValueError(f"unknown retriever {name!r}; choose from {list(RETRIEVERS)}")
     if name == "bm25":
         return BM25Retriever(passages)
     dense = DenseRetriever(passages, embed.embedder, embed.passages(passages))

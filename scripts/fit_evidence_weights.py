@@ -29,8 +29,8 @@ import numpy as np
 from scipy.optimize import minimize
 
 from evals.datasets import DATASETS, DEFAULT_CACHE, DEFAULT_DATA_ROOT, build_open_pool
-from evals.packing import TOP_K, EmbeddingCache, make_retriever, sentence_candidates
-from rootweaver_innovations.corpus import load_qa_rows
+from evals.packing import RETRIEVERS, TOP_K, EmbeddingCache, make_retriever, sentence_candidates
+from rootweaver_innovations.corpus import CorpusError, load_qa_rows
 from rootweaver_innovations.diagnostics import answer_in_context
 from rootweaver_innovations.packing import Budget, default_token_counter, pack, register_policy
 from rootweaver_innovations.packing.evidence import (
@@ -121,11 +121,17 @@ def main() -> None:
     ap.add_argument("--doc-c", type=float, default=1.0)
     ap.add_argument("--l2", type=float, default=10.0)
     args = ap.parse_args()
+    retrievers = args.retrievers.split(",")
+    unknown = [r for r in retrievers if r not in RETRIEVERS]
+    if unknown:
+        ap.error(f"unknown retriever(s) {unknown}; choose from {list(RETRIEVERS)}")
     if "_capture_problem" not in POLICIES:
         register_policy("_capture_problem", _capture)
     budget = Budget.tokens(160, default_token_counter())
-    rows = load_qa_rows(args.data)[0::2]
-    retrievers = args.retrievers.split(",")
+    try:
+        rows = load_qa_rows(args.data)[0::2]
+    except CorpusError as exc:
+        ap.error(str(exc))
     embed = None
     if any(r != "bm25" for r in retrievers):
         embed = EmbeddingCache(DEFAULT_CACHE)
