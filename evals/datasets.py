@@ -14,11 +14,11 @@ from rootweaver_innovations.corpus import Passage, QARow, load_qa_rows
 __all__ = ["DATASETS", "DEFAULT_CACHE", "DEFAULT_DATA_ROOT", "OpenPool", "build_open_pool", "cached_embeddings", "load_rows"]
 
 DATASETS = {
-    "hotpotqa": "hotpotqa/hotpot_dev_distractor_merged.jsonl",
-    "2wiki": "2wikimultihopqa/2wiki_merged.jsonl",
-    "musique": "musique/musique_merged.jsonl",
+    "hotpotqa": "hotpotqa.jsonl.gz",
+    "2wiki": "2wiki.jsonl.gz",
+    "musique": "musique.jsonl.gz",
 }
-DEFAULT_DATA_ROOT = Path(__file__).resolve().parents[2] / "shared" / "data"
+DEFAULT_DATA_ROOT = Path(__file__).resolve().parent / "data"  # bundled; see data/PROVENANCE.md
 DEFAULT_CACHE = Path(__file__).resolve().parents[1] / ".cache" / "embeddings"
 
 

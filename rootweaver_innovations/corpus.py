@@ -8,6 +8,7 @@ whose gold fields are for evaluation only and never reach a selector.
 from __future__ import annotations
 
 import ast
+import gzip
 import json
 import re
 from collections.abc import Iterator
@@ -70,9 +71,11 @@ def split_sentences(text: str) -> tuple[str, ...]:
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` per non-blank line of a JSONL file (``.gz`` read transparently)."""
     if not path.is_file():
         raise CorpusError(f"{path}: file not found")
-    with path.open(encoding="utf-8") as fh:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
         for lineno, raw in enumerate(fh, 1):
             if not raw.strip():
                 continue
@@ -151,7 +154,7 @@ def _row_from(obj: dict[str, Any], qid_prefix: str) -> QARow:
         Passage(f"{qid_prefix}{qid}:{k}", title, tuple(s.strip() for s in sents if s.strip()) or (title,))
         for k, (title, sents) in enumerate(context)
     )
-    facts = tuple((t, int(i)) for t, i in _field(obj, "supporting_facts"))
+    facts = tuple((t, int(i)) for t, i in _field(obj, "supporting_facts") or ())  # null: paragraph-level gold
     gold = tuple(_field(obj, "supporting_titles") or dict.fromkeys(t for t, _ in facts))
     return QARow(qid, obj["question"], str(obj["answer"]), passages, gold, facts, str(obj.get("type", "")))
 

@@ -1,4 +1,4 @@
-"""Shared fixtures: the bundled demo corpus and, when present, the shared real datasets."""
+"""Shared fixtures: the bundled demo corpus and the bundled real datasets (``evals/data``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+BUNDLED_DATA = Path(__file__).resolve().parents[1] / "evals" / "data"
 
 
 @pytest.fixture(scope="session")
@@ -31,7 +31,7 @@ def demo_retriever(demo_passages):
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"shared datasets not found at {SHARED_DATA}")
-    return SHARED_DATA
+def bundled_data() -> Path:
+    """The repo's own copy of the three dev subsets; a missing file fails the test (never a skip)."""
+    assert BUNDLED_DATA.is_dir(), f"bundled datasets missing at {BUNDLED_DATA}"
+    return BUNDLED_DATA

@@ -41,12 +41,12 @@ def test_split_sentences():
 
 
 @pytest.mark.parametrize("path, n_paras", [
-    ("hotpotqa/hotpot_dev_distractor_merged.jsonl", 10),
-    ("2wikimultihopqa/2wiki_merged.jsonl", 10),
-    ("musique/musique_merged.jsonl", 20),
+    ("hotpotqa.jsonl.gz", 10),
+    ("2wiki.jsonl.gz", 10),
+    ("musique.jsonl.gz", 20),
 ])
-def test_dataset_layouts_load(shared_data, path, n_paras):
-    rows = load_qa_rows(shared_data / path, limit=5)
+def test_dataset_layouts_load(bundled_data, path, n_paras):
+    rows = load_qa_rows(bundled_data / path, limit=5)
     assert len(rows) == 5
     for row in rows:
         assert row.question and row.answer and len(row.passages) == n_paras

@@ -13,7 +13,7 @@ from rootweaver_capabilities.cli import main
 from rootweaver_innovations.compaction import CompactionResult
 from rootweaver_innovations.corpus import load_qa_rows
 
-HOTPOT = "hotpotqa/hotpot_dev_distractor_merged.jsonl"
+HOTPOT = "hotpotqa.jsonl.gz"
 
 
 def test_trajectory_eval_passes_and_matches_pinned_golden(demo_passages, golden_questions):
@@ -42,8 +42,8 @@ def test_trajectory_cli_on_user_files_exit_code(tmp_path, capsys):
     assert (tmp_path / "summary.md").read_text().count("60/60") >= 2
 
 
-def test_sentence_candidates_are_gold_blind(shared_data):
-    row = load_qa_rows(shared_data / HOTPOT, limit=1)[0]
+def test_sentence_candidates_are_gold_blind(bundled_data):
+    row = load_qa_rows(bundled_data / HOTPOT, limit=1)[0]
     cands = sentence_candidates(row.question, row.passages[:3])
     assert [c.position for c in cands] == list(range(len(cands)))
     assert all(c.relevance >= 0 for c in cands)
@@ -51,8 +51,8 @@ def test_sentence_candidates_are_gold_blind(shared_data):
 
 
 @pytest.mark.parametrize("open_pool", [False, True])
-def test_packing_eval_smoke(shared_data, open_pool):
-    rows = load_qa_rows(shared_data / HOTPOT, limit=8)
+def test_packing_eval_smoke(bundled_data, open_pool):
+    rows = load_qa_rows(bundled_data / HOTPOT, limit=8)
     rep = run_packing_eval(rows, budgets=[96, 160], open_pool=open_pool, n_resamples=200, show_progress=False)
     r = rep["retrievers"]["bm25"]
     assert 0 <= r["all_gold@5"] <= r["recall@5"] <= 1
@@ -63,8 +63,8 @@ def test_packing_eval_smoke(shared_data, open_pool):
     assert set(r["ci_vs_reference"]) == set(POLICY_ORDER) - {"submodular"}
 
 
-def test_multihop_e2e_smoke(shared_data):
-    rows = load_qa_rows(shared_data / HOTPOT, limit=12)
+def test_multihop_e2e_smoke(bundled_data):
+    rows = load_qa_rows(bundled_data / HOTPOT, limit=12)
     rep = run_multihop_eval(rows, budgets=[800], show_progress=False)
     assert rep["trajectories_identical_across_settings"]
     off, *on = rep["context"]

