@@ -122,7 +122,7 @@ def _cmd_quality(args: argparse.Namespace) -> int:
 
 def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     """Register ``eval`` and its subcommands on the top-level parser's subparsers."""
-    from rootweaver_capabilities.cli import _positive_int
+    from rootweaver_capabilities.argtypes import positive_int as _positive_int
 
     from .datasets import DATASETS
     from .packing import BUDGETS, POLICY_ORDER

@@ -18,6 +18,7 @@ import numpy as np
 from rootweaver_innovations.corpus import QARow
 from rootweaver_innovations.diagnostics import answer_in_context, gold_doc_coverage
 from rootweaver_innovations.multihop import MultiHopRAG
+from rootweaver_innovations.packing import Budget
 from rootweaver_innovations.retrieval import BM25Retriever
 from rootweaver_innovations.strategies import make_compactor
 
@@ -80,7 +81,7 @@ def run_multihop_eval(
         compactor = make_compactor(strategy)
         for budget in budgets:
             rag = MultiHopRAG(retriever, passages_per_hop=passages_per_hop, compaction_enabled=True,
-                              compaction_max_chars=budget, compactor=compactor)
+                              compaction_budget=Budget.chars(budget), compactor=compactor)
             results = [rag.multi_hop_search(r.question) for r in progress(rows, f"{strategy}@{budget}", show_progress)]
             hops_identical &= all(a.trajectory() == b.trajectory() for a, b in zip(results, offs))
             table.append(context_row(strategy, budget, results))

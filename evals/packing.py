@@ -2,8 +2,9 @@
 
 For each question, a retriever picks the top-5 paragraphs (from the question's own
 paragraphs, the *distractor* setting, or from every paragraph of the data file, the
-*open pool*); every sentence of those paragraphs becomes a candidate with one shared
-lexical BM25 relevance; each policy packs the same candidates at each token budget
+*open pool*); every sentence of those paragraphs becomes a candidate exactly as on the
+product path (``"<title> | <sentence>"`` lines, BM25 relevance against the question, see
+:func:`retrieved_candidates`); each policy packs the same candidates at each token budget
 (Qwen2.5 tokenizer). Metrics per policy and budget: answer-in-context (over questions
 whose answer is not yes/no), gold-doc reader coverage, all-gold-in-reader, gold-token
 density, tokens used; paired bootstrap CIs for a chosen policy against every other.
@@ -18,9 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-from rank_bm25 import BM25Okapi
-
-from rootweaver_innovations.compaction import compact_lines
+from rootweaver_innovations.compaction import CompactionRequest
 from rootweaver_innovations.corpus import Passage, QARow
 from rootweaver_innovations.diagnostics import (
     all_gold_at_k,
@@ -31,8 +30,10 @@ from rootweaver_innovations.diagnostics import (
     paired_bootstrap_ci,
     recall_at_k,
 )
-from rootweaver_innovations.packing import Budget, Candidate, dense_similarity, pack, default_token_counter
-from rootweaver_innovations.retrieval import BM25Retriever, DenseRetriever, HybridRetriever, bm25_tokenize
+from rootweaver_innovations.packing import Budget, Candidate, dense_similarity, default_token_counter, fact_candidates, pack
+from rootweaver_innovations.records import Fact, facts_from_passages
+from rootweaver_innovations.retrieval import BM25Retriever, DenseRetriever, HybridRetriever, ScoredPassage
+from rootweaver_innovations.strategies import make_compactor
 
 from .datasets import DEFAULT_CACHE, build_open_pool, cached_embeddings
 from .peers import PEER_POLICIES, register_peers
@@ -45,7 +46,7 @@ __all__ = [
     "EmbeddingCache",
     "make_retriever",
     "run_packing_eval",
-    "sentence_candidates",
+    "retrieved_candidates",
 ]
 
 BUDGETS = (96, 128, 160, 224)
@@ -59,40 +60,25 @@ METRICS = ("aic", "coverage", "all_gold", "density", "tokens")
 class _Question:
     row: QARow
     gold_ids: frozenset[str]
-    retrieved: tuple[Passage, ...]
+    retrieved: tuple[ScoredPassage, ...]
 
 
-def sentence_candidates(question: str, passages: Sequence[Passage]) -> list[Candidate]:
-    """One candidate per sentence of ``passages`` (retrieval order), BM25 relevance vs ``question``.
+def retrieved_candidates(question: str, hits: Sequence[ScoredPassage]) -> tuple[list[Fact], list[Candidate]]:
+    """The facts of ``hits`` (one hop, in retrieval order) and their packing candidates.
 
-    Relevance: rank-bm25 Okapi over the candidates' ``title + sentence`` tokens, clipped at 0.
-    ``doc_id`` is the passage id, ``source`` its title; ``position`` follows retrieval rank then
-    sentence order.
+    Built exactly as the product's compactors build them
+    (:func:`~rootweaver_innovations.packing.candidates.fact_candidates`), so a policy is
+    measured here on the inputs it gets on the product path.
     """
-    items = [(p, j, s) for p in passages for j, s in enumerate(p.sentences) if s.strip()]
-    if not items:
-        return []
-    docs = [bm25_tokenize(f"{p.title} {s}") or ["<empty>"] for p, _, s in items]
-    scores = np.clip(BM25Okapi(docs).get_scores(bm25_tokenize(question)), 0.0, None)
-    return [
-        Candidate(id=f"{p.id}#{j}", doc_id=p.id, text=s.strip(), position=k, relevance=float(scores[k]), source=p.title)
-        for k, (p, j, s) in enumerate(items)
-    ]
+    facts = facts_from_passages([h.passage for h in hits], sub_query=question, scores=[h.score for h in hits])
+    return facts, fact_candidates(question, facts)
 
 
-def _line_packet(cands: Sequence[Candidate], question: str, budget: Budget) -> list[Candidate]:
-    """The line compactor under a token budget: the largest char budget whose output fits."""
-    context = "\n".join(c.text for c in cands)
-    by_text = {c.text: c for c in cands}
-    lo, hi, best = 1, max(1, len(context)), ""
-    while lo <= hi:  # output tokens grow with max_chars, so binary search the largest fit
-        mid = (lo + hi) // 2
-        text = compact_lines(context, max_chars=mid, question=question).text
-        if budget.measure(text) <= budget.limit:
-            best, lo = text, mid + 1
-        else:
-            hi = mid - 1
-    return [by_text[line] for line in best.split("\n") if line in by_text]
+def _line_packet(facts: Sequence[Fact], cands: Sequence[Candidate], question: str, budget: Budget) -> tuple[list[Candidate], str]:
+    """The ``line`` strategy on one hop of ``facts`` (its hop header included, as in the product)."""
+    res = make_compactor("line")(CompactionRequest(question, tuple(facts), (question,), (), budget))
+    kept = set(res.kept_facts)
+    return [c for c, f in zip(cands, facts) if f in kept], res.text  # facts have no blank sentence: 1:1
 
 
 def make_retriever(name: str, passages: Sequence[Passage], embed: EmbeddingCache | None):
@@ -198,13 +184,13 @@ def run_packing_eval(
             if gold:  # rows without a gold paragraph are counted, and scored on answer-in-context only
                 rec.append(recall_at_k(ranked, gold, TOP_K))
                 allg.append(float(all_gold_at_k(ranked, gold, TOP_K)))
-            per_q.append(_Question(row, gold, tuple(h.passage for h in hits)))
+            per_q.append(_Question(row, gold, tuple(hits)))
         cells: dict[str, dict[int, dict[str, list[float]]]] = {
             p: {b: {m: [] for m in METRICS} for b in budgets} for p in policies
         }
         ceiling: list[float] = []
         for q in progress(per_q, f"pack[{rname}]", show_progress):
-            cands = sentence_candidates(q.row.question, q.retrieved)
+            facts, cands = retrieved_candidates(q.row.question, q.retrieved)
             yes_no = q.row.answer.strip().lower() in ("yes", "no")
             if not yes_no:
                 ceiling.append(float(answer_in_context(q.row.answer, "\n".join(c.text for c in cands))))
@@ -215,8 +201,7 @@ def run_packing_eval(
                     if not cands:
                         kept, text = [], ""
                     elif policy == "line":
-                        kept = _line_packet(cands, q.row.question, budget)
-                        text = "\n".join(c.text for c in kept)
+                        kept, text = _line_packet(facts, cands, q.row.question, budget)
                     else:
                         res = pack(policy, cands, q.row.question, budget, similarity=sim)
                         kept, text = [p.candidate for p in res.packet], res.text

@@ -49,7 +49,8 @@ from rootweaver_innovations.diagnostics import (
 )
 from rootweaver_innovations.multihop import MultiHopRAG
 from rootweaver_innovations.retrieval import BM25Retriever
-from rootweaver_innovations.strategies import STRATEGIES, make_compactor
+from rootweaver_innovations.packing import Budget
+from rootweaver_innovations.strategies import make_compactor, strategy_names
 
 from .report import write_json, write_text
 
@@ -106,7 +107,7 @@ def synth_contexts(
         on = name != CONFIG_OFF
         rag = MultiHopRAG(
             retriever, max_hops=max_hops, passages_per_hop=passages_per_hop, compaction_enabled=on,
-            compaction_max_chars=budget_chars, **({"compactor": make_compactor(name)} if on else {}),
+            compaction_budget=Budget.chars(budget_chars), **({"compactor": make_compactor(name)} if on else {}),
         )
         result = rag.multi_hop_search(row.question)
         contexts[name] = result.synth_context
@@ -142,7 +143,7 @@ def run_quality(
     rows: Sequence[QARow],
     client: ChatClient,
     *,
-    strategies: Sequence[str] = STRATEGIES,
+    strategies: Sequence[str] = ("line", "submodular", "evidence"),
     budget_chars: int = 2000,
     runs: int = 3,
     temperature: float = 0.7,
@@ -162,9 +163,9 @@ def run_quality(
     """
     if not rows:
         raise ValueError("rows must not be empty")
-    unknown = [s for s in strategies if s not in STRATEGIES]
+    unknown = [s for s in strategies if s not in strategy_names()]
     if unknown or not strategies:
-        raise ValueError(f"strategies must be a non-empty subset of {sorted(STRATEGIES)}, got {list(strategies)}")
+        raise ValueError(f"strategies must be a non-empty subset of {sorted(strategy_names())}, got {list(strategies)}")
     if mode not in MODES:
         raise ValueError(f"mode must be one of {sorted(MODES)}, got {mode!r}")
     if runs < 2:

@@ -19,7 +19,8 @@ from rootweaver_innovations.corpus import Passage
 from rootweaver_innovations.demo import GoldenQuestion
 from rootweaver_innovations.multihop import MultiHopRAG, MultiHopResult
 from rootweaver_innovations.retrieval import BM25Retriever
-from rootweaver_innovations.strategies import STRATEGIES, make_compactor
+from rootweaver_innovations.packing import Budget
+from rootweaver_innovations.strategies import make_compactor, strategy_names
 
 from .report import progress
 
@@ -53,15 +54,17 @@ def run_trajectory_eval(
     passages: Sequence[Passage],
     *,
     budgets: Sequence[int] = DEFAULT_BUDGETS,
-    strategies: Sequence[str] = STRATEGIES,
+    strategies: Sequence[str] | None = None,
     golden: dict | None = None,
     show_progress: bool = True,
 ) -> dict:
     """Run every question off, then on for each strategy x budget; return the report.
 
     ``golden`` (a payload from :func:`expectations`) adds the GOLDEN check. The report's
-    ``passed`` is the conjunction of all checks.
+    ``passed`` is the conjunction of all checks. ``budgets`` are in chars; ``strategies``
+    default to every registered one.
     """
+    strategies = list(strategies or strategy_names())
     retriever = BM25Retriever(passages)
     off_rag = MultiHopRAG(retriever)
     off = [off_rag.multi_hop_search(q.question) for q in progress(questions, "off", show_progress)]
@@ -71,7 +74,8 @@ def run_trajectory_eval(
     for strategy in strategies:
         compactor = make_compactor(strategy)
         for budget in budgets:
-            rag = MultiHopRAG(retriever, compaction_enabled=True, compaction_max_chars=budget, compactor=compactor)
+            rag = MultiHopRAG(retriever, compaction_enabled=True, compaction_budget=Budget.chars(budget),
+                              compactor=compactor)
             same = within = 0
             sizes = []
             for q, ref in zip(questions, progress(off, f"{strategy}@{budget}", show_progress)):

@@ -14,9 +14,13 @@ from pathlib import Path
 
 from rootweaver_innovations.corpus import CorpusError, load_corpus_jsonl
 from rootweaver_innovations.demo import DEMO_CORPUS, load_questions
-from rootweaver_innovations.multihop import MultiHopRAG, MultiHopResult, extractive_answer
+from rootweaver_innovations.multihop import MultiHopRAG, extractive_answer
+from rootweaver_innovations.packing import Budget
 from rootweaver_innovations.retrieval import BM25Retriever
-from rootweaver_innovations.strategies import STRATEGIES, make_compactor
+from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, make_compactor, strategy_names
+
+from .argtypes import OneLineParser, positive_int
+from .records import result_record
 
 __all__ = ["main"]
 
@@ -25,41 +29,8 @@ class UsageError(ValueError):
     """Bad command-line input; printed as one line, exit code 2."""
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
-    return value
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2 (argparse's own code)
-        self.exit(2, f"rootweaver: error: {message}\n")
-
-
 def _demo_question() -> str:
     return next(q.question for q in load_questions() if q.type == "bridge")
-
-
-def _result_dict(res: MultiHopResult, strategy: str) -> dict:
-    comp = res.compaction
-    return {
-        "question": res.question,
-        "hops": [{"sub_query": h.sub_query, "retrieved_ids": list(h.retrieved_ids)} for h in res.hops],
-        "hop_count": res.hop_count,
-        "stop_reason": res.stop_reason,
-        "strategy": strategy if comp else "off",
-        "full_context_chars": res.full_context_chars,
-        "context_chars": res.context_chars,
-        "max_chars": comp.max_chars if comp else None,
-        "synth_context": res.synth_context,
-        "dropped": [{"line": d.position, "reason": d.reason, "text": d.text} for d in comp.dropped] if comp else [],
-        "answer": {"text": res.answer.text, "cited_lines": list(res.answer.cited_lines), "method": res.answer.method}
-        if res.answer else None,
-    }
 
 
 def _print_human(d: dict) -> None:
@@ -67,7 +38,8 @@ def _print_human(d: dict) -> None:
     print(f"Hops: {d['hop_count']} (stopped: {d['stop_reason']})")
     for i, hop in enumerate(d["hops"], 1):
         print(f"  {i}. {hop['sub_query']}  ->  {', '.join(hop['retrieved_ids'])}")
-    budget = f" / budget {d['max_chars']}" if d["max_chars"] else ""
+    b = d["budget"]
+    budget = f" ({b['used']} of {b['limit']} {b['unit']})" if b else ""
     print(f"Synth context ({d['strategy']}): {d['context_chars']} chars{budget}; "
           f"full trajectory context {d['full_context_chars']} chars")
     print("-" * 72)
@@ -88,15 +60,16 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     if not question.strip():
         raise UsageError("the question is empty")
     passages = load_corpus_jsonl(args.corpus)
+    budget = Budget(args.max_chars, "chars") if args.max_chars else Budget(args.max_tokens, "tokens")
     rag = MultiHopRAG(
         BM25Retriever(passages),
         synthesizer=extractive_answer,
         max_hops=args.max_hops,
         compaction_enabled=args.compaction != "off",
-        compaction_max_chars=args.max_chars,
-        compactor=make_compactor(args.compaction if args.compaction != "off" else "line"),
+        compaction_budget=budget,
+        compactor=make_compactor(args.compaction if args.compaction != "off" else DEFAULT_STRATEGY),
     )
-    d = _result_dict(rag.multi_hop_search(question), args.compaction)
+    d = result_record(rag.multi_hop_search(question), detail=True)
     if args.json:
         print(json.dumps(d, ensure_ascii=False, indent=2))
     else:
@@ -131,15 +104,19 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="rootweaver", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+def build_parser(with_evals: bool = False) -> argparse.ArgumentParser:
+    p = OneLineParser(prog="rootweaver", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     ask = sub.add_parser("ask", help="answer a question over a corpus (bundled demo corpus by default)")
     ask.add_argument("question", nargs="?", help="the question; omitted: a bundled demo bridge question")
     ask.add_argument("--corpus", type=Path, default=DEMO_CORPUS, help="JSONL corpus: {id, title, text} per line")
-    ask.add_argument("--compaction", choices=("off", *STRATEGIES), default="line")
-    ask.add_argument("--max-chars", type=_positive_int, default=2000, help="synth-context budget in chars")
-    ask.add_argument("--max-hops", type=_positive_int, default=5)
+    ask.add_argument("--compaction", choices=("off", *strategy_names()), default=DEFAULT_STRATEGY,
+                     help=f"synth-context compaction (default {DEFAULT_STRATEGY}); off = the full context")
+    size = ask.add_mutually_exclusive_group()
+    size.add_argument("--max-tokens", type=positive_int, default=DEFAULT_BUDGET_TOKENS,
+                      help=f"synth-context budget in reader (Qwen2.5) tokens (default {DEFAULT_BUDGET_TOKENS})")
+    size.add_argument("--max-chars", type=positive_int, help="synth-context budget in chars instead of tokens")
+    ask.add_argument("--max-hops", type=positive_int, default=5)
     ask.add_argument("--json", action="store_true", help="print one JSON object")
     ask.set_defaults(func=_cmd_ask)
     serve = sub.add_parser("serve", help="answer questions from stdin via MultiHopCapability; optional /metrics")
@@ -147,9 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on 127.0.0.1:PORT")
     serve.add_argument("--user-id", help="user id passed to the flag provider (percentage rollouts)")
     serve.set_defaults(func=_cmd_serve)
-    from evals.commands import add_eval_parsers
+    if with_evals:  # the evals live in their own package, imported only for `rootweaver eval`
+        from evals.commands import add_eval_parsers
 
-    add_eval_parsers(sub)
+        add_eval_parsers(sub)
+    else:
+        sub.add_parser("eval", help="offline evaluations (`rootweaver eval --help`)", add_help=False)
     return p
 
 
@@ -161,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from evals.pace import main as pace_main
 
         return pace_main(raw[1:])
-    args = build_parser().parse_args(argv)
+    args = build_parser(with_evals=raw[:1] == ["eval"]).parse_args(raw)
     try:
         return args.func(args)
     except (UsageError, CorpusError, ValueError) as exc:

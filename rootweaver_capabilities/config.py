@@ -33,7 +33,10 @@ from typing import Any
 import yaml
 
 from rootweaver_innovations.retrieval import BACKENDS
-from rootweaver_innovations.strategies import STRATEGIES as COMPACTION_STRATEGIES
+from rootweaver_innovations.packing import UNITS as BUDGET_UNITS
+from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, strategy_names
+
+COMPACTION_STRATEGIES = strategy_names()
 
 __all__ = [
     "CAPABILITY_FLAG",
@@ -99,10 +102,14 @@ class CompactionConfig:
     """Compaction of the synthesis context (the trajectory is never compacted)."""
 
     enabled: bool = _knob(False, "bool", "Allow compaction at all (it also needs the flags, see flags.*).")
-    strategy: str = _knob("line", "str", "Compactor: line (extractive lines), submodular or evidence (packers).",
+    strategy: str = _knob(DEFAULT_STRATEGY, "str",
+                          "Compactor: evidence (document + answer models, exact covering knapsack; the best measured), "
+                          "submodular (budgeted four-term packer) or line (deterministic extractive lines).",
                           choices=COMPACTION_STRATEGIES)
-    max_chars: int = _knob(2000, "int", "Hard budget of the synthesis context in characters (newlines count).",
-                           check=_positive, rule="must be >= 1")
+    unit: str = _knob("tokens", "str", "Unit of the budget: tokens (the reader's Qwen2.5 tokenizer) or chars.",
+                      choices=tuple(sorted(BUDGET_UNITS, reverse=True)))
+    budget: int = _knob(DEFAULT_BUDGET_TOKENS, "int", "Hard budget of the synthesis context in `unit` (>= 1).",
+                        check=_positive, rule="must be >= 1")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -26,7 +26,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
                       "pip install 'rootweaver[langchain]'") from exc
 
 from rootweaver_innovations.compaction import compact_lines, reasoning_key_terms
-from rootweaver_innovations.context_format import format_fact, is_header, parse_fact
+from rootweaver_innovations.context_format import format_fact
 from rootweaver_innovations.corpus import Passage, split_sentences
 from rootweaver_innovations.multihop import MultiHopRAG
 from rootweaver_innovations.retrieval import ScoredPassage
@@ -155,20 +155,11 @@ class MultiHopRetriever(BaseRetriever):
         if limit < 1:
             raise ValueError(f"k must be >= 1, got {limit}")
         result = self.rag.multi_hop_search(query)
-        by_line = {}
-        for fact in result.facts:
-            by_line.setdefault(fact.line, fact)
-        docs: list[Document] = []
-        for line in result.synth_context.split("\n"):
-            fact = by_line.get(line) if not is_header(line) else None
-            if fact is None:
-                continue
-            docs.append(Document(
-                page_content=parse_fact(line)[1],
+        return [
+            Document(
+                page_content=fact.sentence,
                 metadata={"id": fact.passage_id, "source": fact.passage_id, "title": fact.title,
-                          "sentence_index": fact.sentence_index, "hop": fact.hop,
-                          "sub_query": result.hops[fact.hop].sub_query},
-            ))
-            if len(docs) == limit:
-                break
-        return docs
+                          "sentence_index": fact.sentence_index, "hop": fact.hop, "sub_query": fact.sub_query},
+            )
+            for fact in result.synth_facts[:limit]
+        ]

@@ -3,7 +3,7 @@
 Each :class:`Metrics` owns its own ``CollectorRegistry`` (two instances never collide,
 e.g. in tests); :meth:`Metrics.serve` exposes it on ``http://<addr>:<port>/metrics``,
 127.0.0.1 by default. Series, all labelled by ``strategy`` (``line``, ``submodular``, or
-``none`` when compaction did not run for the request), except the request counter:
+``off`` when compaction did not run for the request), except the request counter:
 
 - ``multi_hop_context_chars``: histogram of the synthesis-context size in characters
 - ``multi_hop_full_context_chars``: histogram of the uncompacted (trajectory) context size
@@ -92,7 +92,7 @@ class Metrics:
         self.requests.labels(status="executed").inc()
         self.context_chars.labels(strategy=strategy).observe(record["context_chars"])
         self.full_context_chars.labels(strategy=strategy).observe(record["full_context_chars"])
-        self.hops.labels(strategy=strategy).observe(record["hops"])
+        self.hops.labels(strategy=strategy).observe(record["hop_count"])
         if record["compaction_latency_ms"] is not None:
             self.compaction_latency.labels(strategy=strategy).observe(record["compaction_latency_ms"] / 1000.0)
             self.dropped_lines.labels(strategy=strategy).inc(record["dropped_lines"])

@@ -24,18 +24,20 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from rootweaver_innovations.compaction import CompactionResult
-from rootweaver_innovations.multihop import Compactor, MultiHopRAG, MultiHopResult, Synthesizer, extractive_answer
+from rootweaver_innovations.compaction import CompactionRequest, CompactionResult
+from rootweaver_innovations.multihop import MultiHopRAG, MultiHopResult, Synthesizer, extractive_answer
+from rootweaver_innovations.packing import Budget
 from rootweaver_innovations.retrieval import BM25Retriever, Retriever
-from rootweaver_innovations.strategies import make_compactor
+from rootweaver_innovations.strategies import Compactor, make_compactor
 
 from .config import LLMConfig, MultiHopConfig, RetrieverConfig
 from .flags import FlagProvider, build_flag_provider
 from .metrics import Metrics
+from .records import result_record
 
 __all__ = ["CapabilityContext", "MultiHopCapability", "RequestContext"]
 
@@ -72,10 +74,10 @@ class _TimedCompactor:
         self._compactor = compactor
         self._clock = clock
 
-    def __call__(self, context: str, *, max_chars: int, question: str, open_terms: Sequence[str]) -> CompactionResult:
+    def __call__(self, request: CompactionRequest) -> CompactionResult:
         start = time.perf_counter()
         try:
-            return self._compactor(context, max_chars=max_chars, question=question, open_terms=open_terms)
+            return self._compactor(request)
         finally:
             self._clock.seconds = time.perf_counter() - start
 
@@ -155,7 +157,7 @@ class MultiHopCapability:
                         max_hops=cfg.max_hops,
                         passages_per_hop=cfg.passages_per_hop,
                         answerability_threshold=cfg.answerability_threshold,
-                        compaction_max_chars=cfg.compaction.max_chars,
+                        compaction_budget=Budget(cfg.compaction.budget, cfg.compaction.unit),
                     )
                     off = MultiHopRAG(**common, compaction_enabled=False)
                     on = None
@@ -205,23 +207,15 @@ def _record(
 ) -> dict[str, Any]:
     """The ``context.metadata["multi_hop"]`` record of one executed request.
 
-    ``strategy``/``kept_lines``/``dropped_lines``/``compaction_latency_ms`` describe the
-    compaction that ran; when none ran they are ``"none"``/``None``/``None``/``None`` and
-    ``context_chars == full_context_chars``.
+    :func:`~rootweaver_capabilities.records.result_record` of the result (``strategy`` is
+    ``"off"`` and ``compaction`` ``None`` when no compaction ran, and then
+    ``context_chars == full_context_chars``), plus whether compaction is configured, the
+    flags evaluated and the compaction latency (``None`` when none ran).
     """
-    comp = result.compaction
-    return {
-        "hops": result.hop_count,
-        "stop_reason": result.stop_reason,
-        "sub_queries": [h.sub_query for h in result.hops],
-        "context_chars": result.context_chars,
-        "full_context_chars": result.full_context_chars,
-        "compaction": comp is not None,
-        "compaction_configured": compaction_configured,
-        "strategy": comp.strategy if comp is not None else "none",
-        "max_chars": comp.max_chars if comp is not None else None,
-        "kept_lines": len(comp.kept) if comp is not None else None,
-        "dropped_lines": len(comp.dropped) if comp is not None else None,
-        "compaction_latency_ms": round(seconds * 1000.0, 3) if comp is not None and seconds is not None else None,
-        "flags": dict(flags),
-    }
+    record = result_record(result)
+    record["compaction_configured"] = compaction_configured
+    record["compaction_latency_ms"] = (
+        round(seconds * 1000.0, 3) if result.compaction is not None and seconds is not None else None
+    )
+    record["flags"] = dict(flags)
+    return record

@@ -15,13 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .context_format import HOP_HEADER_PREFIX
+from .records import Fact
+
+if TYPE_CHECKING:
+    from .packing.budget import Budget
 
 __all__ = [
     "HOP_HEADER_PREFIX",
     "STOP_WORDS",
+    "CompactionRequest",
     "CompactionResult",
     "DroppedLine",
     "KeptLine",
@@ -51,6 +56,7 @@ REASON_BUDGET = "budget"  # did not fit in what was left of max_chars
 REASON_BLANK = "blank"  # empty or whitespace-only line
 REASON_DUPLICATE = "duplicate_text"  # same text as a line already considered
 REASON_ORPHAN_HEADER = "header_without_kept_facts"  # hop header whose facts all dropped
+REASON_HOP_HEADER = "hop_header"  # a packer's synth context carries facts only, no hop headers
 
 
 def reasoning_key_terms(text: str) -> list[str]:
@@ -84,19 +90,43 @@ class DroppedLine(NamedTuple):
 
 
 @dataclass(frozen=True, slots=True)
+class CompactionRequest:
+    """What a compactor is given once the loop has stopped.
+
+    ``facts`` are the trajectory's facts in loop order (hop, then rank, then sentence);
+    ``hop_queries[h]`` is the sub-query of hop ``h`` (every ``fact.hop`` indexes it);
+    ``open_terms`` the key terms of sub-queries still open; ``budget`` the hard limit on the
+    synth context in chars or reader tokens. The full context these describe is
+    :func:`~rootweaver_innovations.context_format.render_context` of facts and hop queries.
+    """
+
+    question: str
+    facts: tuple[Fact, ...]
+    hop_queries: tuple[str, ...]
+    open_terms: tuple[str, ...]
+    budget: Budget
+
+
+@dataclass(frozen=True, slots=True)
 class CompactionResult:
     """What a compactor kept and what it left out.
 
     ``text`` is the compacted context; ``kept`` and ``dropped`` together account for
-    every input line exactly once. ``strategy`` names the compactor that produced it.
+    every line of the full context exactly once (positions are its 0-based line indices).
+    ``kept_facts`` are the facts behind the kept lines, in context order. ``limit`` and
+    ``unit`` (``"chars"`` or ``"tokens"``) are the budget and ``used`` the text's real size
+    in that unit. ``strategy`` names the compactor that produced it.
     """
 
     text: str
     kept: tuple[KeptLine, ...]
     dropped: tuple[DroppedLine, ...]
-    max_chars: int
+    limit: int
     input_chars: int
     strategy: str = "line"
+    unit: str = "chars"
+    used: int = 0
+    kept_facts: tuple[Fact, ...] = ()
 
     @property
     def output_chars(self) -> int:
@@ -183,6 +213,7 @@ def compact_lines(
         text=text,
         kept=kept,
         dropped=tuple(sorted(dropped)),
-        max_chars=max_chars,
+        limit=max_chars,
         input_chars=len(context),
+        used=len(text),
     )

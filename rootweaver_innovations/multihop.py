@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .compaction import CompactionResult, compact_lines, reasoning_key_terms
-from .context_format import format_fact, format_header, is_header, parse_fact
-from .corpus import Passage
-from .retrieval import Retriever
+from .compaction import CompactionRequest, CompactionResult, reasoning_key_terms
+from .context_format import is_header, parse_fact, render_context
+from .packing.budget import Budget
+from .records import Fact, facts_from_passages
+from .retrieval import Retriever, ScoredPassage
+from .strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, Compactor, make_compactor
 
 __all__ = [
     "Answer",
@@ -46,14 +48,6 @@ class Decomposer(Protocol):
     def __call__(self, question: str, context: str) -> list[str]: ...
 
 
-class Compactor(Protocol):
-    """Shrinks a full context to at most ``max_chars`` characters, recording omissions."""
-
-    def __call__(
-        self, context: str, *, max_chars: int, question: str, open_terms: Sequence[str]
-    ) -> CompactionResult: ...
-
-
 @dataclass(frozen=True, slots=True)
 class Answer:
     """A synthesised answer, the context lines it cites, and how it was produced."""
@@ -65,17 +59,6 @@ class Answer:
 
 class Synthesizer(Protocol):
     def __call__(self, question: str, synth_context: str) -> Answer: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Fact:
-    """One fact line of the context and where it came from."""
-
-    line: str
-    passage_id: str
-    title: str
-    sentence_index: int
-    hop: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +87,11 @@ class MultiHopResult:
     facts: tuple[Fact, ...]
     compaction: CompactionResult | None
     answer: Answer | None = None
+
+    @property
+    def synth_facts(self) -> tuple[Fact, ...]:
+        """The facts behind the synth context's lines, in context order (all facts when off)."""
+        return self.compaction.kept_facts if self.compaction is not None else self.facts
 
     @property
     def hop_count(self) -> int:
@@ -276,7 +264,9 @@ class MultiHopRAG:
 
     ``passages_per_hop`` new (not yet seen) passages are added per hop; all their
     sentences become fact lines. Raises ``ValueError`` on ``max_hops < 1``,
-    ``passages_per_hop < 1``, a threshold outside (0, 1] or ``compaction_max_chars < 1``.
+    ``passages_per_hop < 1`` or a threshold outside (0, 1]. With ``compaction_enabled`` the
+    synth context is ``compactor``'s output under ``compaction_budget`` (chars or reader
+    tokens); without it, the full context byte for byte.
     """
 
     retriever: Retriever
@@ -286,8 +276,8 @@ class MultiHopRAG:
     passages_per_hop: int = 3
     answerability_threshold: float = 0.6
     compaction_enabled: bool = False
-    compaction_max_chars: int = 2000
-    compactor: Compactor = compact_lines
+    compaction_budget: Budget = field(default_factory=lambda: Budget(DEFAULT_BUDGET_TOKENS, "tokens"))
+    compactor: Compactor = field(default_factory=lambda: make_compactor(DEFAULT_STRATEGY))
 
     def __post_init__(self) -> None:
         if self.max_hops < 1:
@@ -296,8 +286,8 @@ class MultiHopRAG:
             raise ValueError(f"passages_per_hop must be >= 1, got {self.passages_per_hop}")
         if not 0 < self.answerability_threshold <= 1:
             raise ValueError(f"answerability_threshold must be in (0, 1], got {self.answerability_threshold}")
-        if self.compaction_max_chars < 1:
-            raise ValueError(f"compaction_max_chars must be >= 1, got {self.compaction_max_chars}")
+        if not isinstance(self.compaction_budget, Budget):
+            raise ValueError(f"compaction_budget must be a Budget, got {type(self.compaction_budget).__name__}")
 
     def _decompose_query(self, question: str, context: str) -> list[str]:
         return self.decomposer(question, context)
@@ -315,18 +305,9 @@ class MultiHopRAG:
                 return q, ""
         return None, STOP_NO_NEW_EVIDENCE
 
-    def _build_context(self, sub_query: str, passages: Sequence[Passage], hop: int) -> tuple[str, list[Fact]]:
-        facts = [
-            Fact(format_fact(p.title, s), p.id, p.title, j, hop)
-            for p in passages
-            for j, s in enumerate(p.sentences)
-        ]
-        return "\n".join([format_header(sub_query), *(f.line for f in facts)]), facts
-
-    def _retrieve_new(self, sub_query: str, seen: set[str]) -> list[Passage]:
+    def _retrieve_new(self, sub_query: str, seen: set[str]) -> list[ScoredPassage]:
         hits = self.retriever.search(sub_query, self.passages_per_hop + len(seen))
-        fresh = [h.passage for h in hits if h.passage.id not in seen]
-        return fresh[: self.passages_per_hop]
+        return [h for h in hits if h.passage.id not in seen][: self.passages_per_hop]
 
     def multi_hop_search(self, question: str) -> MultiHopResult:
         """Run the loop for ``question`` (non-empty, else ``ValueError``)."""
@@ -345,15 +326,15 @@ class MultiHopRAG:
                 stop = reason
                 break
             asked.add(nxt)
-            passages = self._retrieve_new(nxt, seen)
-            if not passages:
+            hits = self._retrieve_new(nxt, seen)
+            if not hits:
                 stop = STOP_NO_NEW_EVIDENCE
                 break
-            seen.update(p.id for p in passages)
-            block, new_facts = self._build_context(nxt, passages, hop)
-            context = block if not context else f"{context}\n\n{block}"
-            facts.extend(new_facts)
-            hops.append(Hop(nxt, tuple(p.id for p in passages)))
+            seen.update(h.passage.id for h in hits)
+            facts.extend(facts_from_passages([h.passage for h in hits], hop=hop, sub_query=nxt,
+                                             scores=[h.score for h in hits]))
+            hops.append(Hop(nxt, tuple(h.passage.id for h in hits)))
+            context = render_context(facts, [h.sub_query for h in hops]).text
 
         final_subs = tuple(self._decompose_query(question, context))
         tokens = _fact_tokens(context)
@@ -364,9 +345,9 @@ class MultiHopRAG:
         compaction = None
         synth = context
         if self.compaction_enabled:
-            compaction = self.compactor(
-                context, max_chars=self.compaction_max_chars, question=question, open_terms=open_terms
-            )
+            compaction = self.compactor(CompactionRequest(
+                question, tuple(facts), tuple(h.sub_query for h in hops), open_terms, self.compaction_budget
+            ))
             synth = compaction.text
         answer = self.synthesizer(question, synth) if self.synthesizer is not None else None
         return MultiHopResult(

@@ -1,21 +1,104 @@
-"""Registry of compaction strategies for the synthesis context, by config name."""
+"""The registry of compaction strategies for the synthesis context, by config name.
+
+A strategy is a callable ``(CompactionRequest) -> CompactionResult``; a new one is one
+module and one :func:`register_strategy` call. The built-ins: ``line`` (the deterministic
+line compactor, ADR-077), and the packing policies ``submodular`` and ``evidence``
+(:class:`~rootweaver_innovations.packing.compactor.PackingCompactor`). :data:`DEFAULT_STRATEGY`
+is the one that keeps the most answers on the product path (``docs/results.md``).
+"""
 
 from __future__ import annotations
 
-from .compaction import compact_lines
-from .multihop import Compactor
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["STRATEGIES", "make_compactor"]
+from .compaction import CompactionRequest, CompactionResult, compact_lines
+from .context_format import render_context
+from .packing.compactor import PackingCompactor
 
-STRATEGIES = ("line", "submodular", "evidence")
+__all__ = [
+    "DEFAULT_BUDGET_TOKENS",
+    "DEFAULT_STRATEGY",
+    "STRATEGIES",
+    "Compactor",
+    "LineCompactor",
+    "make_compactor",
+    "register_strategy",
+    "strategy_names",
+]
+
+
+class Compactor(Protocol):
+    """Compacts the loop's facts into the synth context under the request's budget."""
+
+    def __call__(self, request: CompactionRequest) -> CompactionResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LineCompactor:
+    """:func:`~rootweaver_innovations.compaction.compact_lines` on the rendered full context.
+
+    A char budget is passed through; for a token budget the largest char limit whose output
+    fits in the tokens is found by bisection (the output only grows with the char limit).
+    """
+
+    def __call__(self, request: CompactionRequest) -> CompactionResult:
+        layout = render_context(request.facts, request.hop_queries)
+        budget = request.budget
+
+        def run(max_chars: int) -> CompactionResult:
+            return compact_lines(layout.text, max_chars=max_chars, question=request.question,
+                                 open_terms=request.open_terms)
+
+        if budget.unit == "chars":
+            res = run(budget.limit)
+        else:
+            lo, hi, res = 1, max(1, len(layout.text)), None
+            while lo <= hi:
+                mid = (lo + hi) // 2
+                attempt = run(mid)
+                if budget.measure(attempt.text) <= budget.limit:
+                    res, lo = attempt, mid + 1
+                else:
+                    hi = mid - 1
+            res = res if res is not None else run(1)
+        fact_at = dict(zip(layout.fact_lines, request.facts))
+        return CompactionResult(
+            text=res.text, kept=res.kept, dropped=res.dropped, limit=budget.limit, input_chars=res.input_chars,
+            strategy="line", unit=budget.unit, used=budget.measure(res.text),
+            kept_facts=tuple(fact_at[k.position] for k in res.kept if k.position in fact_at),
+        )
+
+
+STRATEGIES: dict[str, Callable[[], Compactor]] = {}
+DEFAULT_STRATEGY = "evidence"
+DEFAULT_BUDGET_TOKENS = 400  # reader tokens: about half the median full context on HotpotQA (docs/results.md)
+
+
+def register_strategy(name: str, factory: Callable[[], Compactor]) -> None:
+    """Add a strategy under a new non-empty ``name`` (``ValueError`` otherwise)."""
+    if not isinstance(name, str) or not name or name == "off":
+        raise ValueError(f"strategy name must be a non-empty str other than 'off', got {name!r}")
+    if name in STRATEGIES:
+        raise ValueError(f"strategy {name!r} is already registered")
+    STRATEGIES[name] = factory
+
+
+def strategy_names() -> tuple[str, ...]:
+    """Registered strategy names, in registration order."""
+    return tuple(STRATEGIES)
 
 
 def make_compactor(strategy: str) -> Compactor:
-    """The compactor for ``strategy`` (one of :data:`STRATEGIES`), else ``ValueError``."""
-    if strategy == "line":
-        return compact_lines
-    if strategy in ("submodular", "evidence"):
-        from .packing import SubmodularCompactor
+    """A compactor for a registered ``strategy`` (``ValueError`` naming the choices otherwise)."""
+    factory = STRATEGIES.get(strategy)
+    if factory is None:
+        raise ValueError(f"unknown compaction strategy {strategy!r}; choose one of {sorted(STRATEGIES)}")
+    return factory()
 
-        return SubmodularCompactor(policy=strategy)
-    raise ValueError(f"unknown compaction strategy {strategy!r}; choose one of {sorted(STRATEGIES)}")
+
+register_strategy("line", LineCompactor)
+register_strategy("submodular", functools.partial(PackingCompactor, policy="submodular"))
+register_strategy("evidence", functools.partial(PackingCompactor, policy="evidence"))

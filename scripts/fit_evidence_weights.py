@@ -1,48 +1,51 @@
-"""Refit the ``evidence`` packer's two models (the record of how ``DOCUMENT_WEIGHTS`` /
-``DOCUMENT_BIAS`` and ``EVIDENCE_WEIGHTS`` in ``rootweaver_innovations/packing/evidence.py``
-were made).
+"""Refit the ``evidence`` packer's two models and write ``rootweaver_innovations/data/evidence_model.json``.
 
-Usage: python scripts/fit_evidence_weights.py [--data PATH] [--retrievers bm25,dense]
-(the ``dense`` retriever needs the ``dense`` extra; scipy comes with it.)
+Usage: python scripts/fit_evidence_weights.py [--dataset hotpotqa] [--source loop|top5]
+       [--out PATH] [--check]
 
-Tuning half only: the even-indexed HotpotQA dev rows (``rows[0::2]``), top-5 of each
-question's own paragraphs by each retriever, one candidate per sentence exactly as
-``rootweaver eval packing`` builds them. Labels (used here, offline, never by the policy):
-a document is a gold paragraph; a sentence contains the normalised answer.
+Tuning half only: the even-indexed rows (``rows[0::2]``) of the bundled dev set. Candidates
+are product-shaped: the facts the shipped ``MultiHopRAG`` loop retrieves for each question
+over the open pool of every paragraph of the file (``--source loop``, the default), or the
+BM25 top-5 of the question's own paragraphs (``--source top5``), turned into candidates by
+:func:`~rootweaver_innovations.packing.candidates.fact_candidates`, the function the product
+compactor calls. Labels (used here, offline, never by the policy): a document is a gold
+paragraph; a sentence contains the normalised answer.
 
 1. Documents: L2-regularised logistic regression (penalty ||w||^2 / (2C), C = 1, bias
-   unpenalised) of "gold paragraph" on the shipped ``document_features``, by Newton's method.
+   unpenalised) of "gold paragraph" on the document features, by Newton's method.
 2. Sentences: conditional logit (a softmax over each question's candidates) of "holds the
-   answer" on the shipped ``evidence_features`` computed with step 1's fitted document
-   likelihoods, over the non-yes/no questions with at least one answer sentence; features
-   standardised, penalty ``l2 * ||w||^2`` (l2 = 10) on the standardised scale, L-BFGS.
+   answer" on the sentence features computed with step 1's fitted document likelihoods, over
+   the non-yes/no questions with at least one answer sentence; features standardised,
+   penalty ``l2 * ||w||^2`` (l2 = 10) on the standardised scale, L-BFGS.
 
-Prints both weight tables as Python beside the shipped values; deterministic.
+Writes the model file (weights by feature name, packing parameters, provenance: data, rows,
+source, date, command). ``--check`` only prints the largest difference to the shipped file.
+Deterministic (same data, same weights).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
+import sys
 from pathlib import Path
 
 import numpy as np
 from scipy.optimize import minimize
 
-from evals.datasets import DATASETS, DEFAULT_CACHE, DEFAULT_DATA_ROOT, build_open_pool
-from evals.packing import RETRIEVERS, TOP_K, EmbeddingCache, make_retriever, sentence_candidates
+from evals.datasets import DATASETS, DEFAULT_DATA_ROOT, build_open_pool
+from evals.packing import TOP_K, retrieved_candidates
 from rootweaver_innovations.corpus import CorpusError, load_qa_rows
 from rootweaver_innovations.diagnostics import answer_in_context
-from rootweaver_innovations.packing import Budget, default_token_counter, pack, register_policy
-from rootweaver_innovations.packing.evidence import (
-    DOCUMENT_BIAS,
-    DOCUMENT_WEIGHTS,
-    EVIDENCE_WEIGHTS,
-    _document_likelihood,
-    document_features,
-    evidence_features,
-)
+from rootweaver_innovations.multihop import MultiHopRAG
+from rootweaver_innovations.packing import Budget, EvidenceModel, default_token_counter, fact_candidates, pack
+from rootweaver_innovations.packing import register_policy
+from rootweaver_innovations.packing.evidence import MODEL_FILE, _document_features, _structure, evidence_features
 from rootweaver_innovations.packing.policies import POLICIES, PackingProblem, Selection
+from rootweaver_innovations.retrieval import BM25Retriever
 
+SHIPPED = Path(__file__).resolve().parent.parent / "rootweaver_innovations" / "data" / MODEL_FILE
 _CAPTURED: list[PackingProblem] = []
 
 
@@ -92,75 +95,100 @@ def fit_conditional_logit(groups: list[tuple[np.ndarray, np.ndarray]], l2: float
     return res.x / sd
 
 
-def _problems(rows, retriever: str, embed: EmbeddingCache | None, budget: Budget):
-    """(row, gold ids, captured problem) for each row with candidates."""
+def _problems(rows, source: str, budget: Budget):
+    """(row, gold ids, captured problem) for each row with candidates, product-shaped."""
     out = []
-    for row in rows:
-        own = build_open_pool([row])
-        hits = make_retriever(retriever, own.passages, embed).search(row.question, TOP_K)
-        cands = sentence_candidates(row.question, [h.passage for h in hits])
+    if source == "loop":
+        pool = build_open_pool(rows)
+        rag = MultiHopRAG(BM25Retriever(pool.passages))
+        items = [(row, pool.gold[i], fact_candidates(row.question, rag.multi_hop_search(row.question).facts))
+                 for i, row in enumerate(rows)]
+    else:
+        items = []
+        for row in rows:
+            own = build_open_pool([row])
+            _facts, cands = retrieved_candidates(row.question, BM25Retriever(own.passages).search(row.question, TOP_K))
+            items.append((row, own.gold[0], cands))
+    for row, gold, cands in items:
         if cands:
             _CAPTURED.clear()
             pack("_capture_problem", cands, row.question, budget)
-            out.append((row, own.gold[0], _CAPTURED[0]))
+            out.append((row, gold, _CAPTURED[0]))
     return out
 
 
-def _print_table(name: str, table: tuple[tuple[str, float], ...], new: np.ndarray) -> None:
-    shipped = np.array([v for _, v in table])
-    print(f"{name} = (")
-    for (n, old), v in zip(table, new):
-        print(f"    ({n!r}, {v:.3f}),  # shipped {old:.3f}")
-    print(f")  # max |diff| {np.abs(new - shipped).max():.3f}")
+def _named(columns: dict[str, np.ndarray], rows: int) -> tuple[list[str], np.ndarray]:
+    names = list(columns)
+    return names, np.column_stack([np.broadcast_to(np.asarray(columns[n], dtype=np.float64), (rows,)) for n in names])
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA_ROOT / DATASETS["hotpotqa"])
-    ap.add_argument("--retrievers", default="bm25,dense")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dataset", choices=sorted(DATASETS), default="hotpotqa")
+    ap.add_argument("--source", choices=("loop", "top5"), default="loop")
     ap.add_argument("--doc-c", type=float, default=1.0)
     ap.add_argument("--l2", type=float, default=10.0)
+    ap.add_argument("--out", type=Path, default=SHIPPED)
+    ap.add_argument("--check", action="store_true", help="compare with the shipped file, write nothing")
     args = ap.parse_args()
-    retrievers = args.retrievers.split(",")
-    unknown = [r for r in retrievers if r not in RETRIEVERS]
-    if unknown:
-        ap.error(f"unknown retriever(s) {unknown}; choose from {list(RETRIEVERS)}")
     if "_capture_problem" not in POLICIES:
         register_policy("_capture_problem", _capture)
     budget = Budget.tokens(160, default_token_counter())
     try:
-        rows = load_qa_rows(args.data)[0::2]
+        all_rows = load_qa_rows(DEFAULT_DATA_ROOT / DATASETS[args.dataset])
     except CorpusError as exc:
         ap.error(str(exc))
-    embed = None
-    if any(r != "bm25" for r in retrievers):
-        embed = EmbeddingCache(DEFAULT_CACHE)
-        embed.passages(build_open_pool(rows).passages)
-    captured = [item for r in retrievers for item in _problems(rows, r, embed, budget)]
+    rows = all_rows[0::2]
+    captured = _problems(rows, args.source, budget)
 
-    doc_x, doc_y = [], []
+    doc_x, doc_y, doc_names = [], [], None
     for _row, gold, pr in captured:
-        doc_x.append(document_features(pr))
+        s = _structure(pr)
+        doc_names, x = _named(_document_features(pr, s), len(s.titles))
+        doc_x.append(x)
         first = {}
         for c, d in zip(pr.candidates, pr.doc_index.tolist()):
             first.setdefault(d, c.doc_id)
         doc_y.append([float(first[d] in gold) for d in range(len(first))])
     w_doc, b_doc = fit_logistic(np.vstack(doc_x), np.concatenate(doc_y), args.doc_c)
+    doc_model = EvidenceModel(dict(zip(doc_names, w_doc.tolist())), b_doc, {})
 
-    groups = []
-    for (row, _gold, pr), feats in zip(captured, doc_x):
+    groups, sent_names = [], None
+    for (row, _gold, pr), x in zip(captured, doc_x):
         if row.answer.strip().lower() in ("yes", "no"):
             continue
         y = np.array([float(answer_in_context(row.answer, c.text)) for c in pr.candidates])
         if y.any():
-            groups.append((evidence_features(pr, _document_likelihood(feats, w_doc, b_doc)), y))
+            q = doc_model.document_likelihood(_document_features(pr, _structure(pr)), x.shape[0])
+            sent_names, feats = _named(evidence_features(pr, q), len(pr.candidates))
+            groups.append((feats, y))
     w_sent = fit_conditional_logit(groups, args.l2)
 
-    print(f"{len(captured)} problems ({', '.join(retrievers)}); {sum(map(len, doc_y))} documents, "
-          f"{len(groups)} answer groups, {sum(len(t) for _, t in groups)} sentences")
-    _print_table("DOCUMENT_WEIGHTS", DOCUMENT_WEIGHTS, w_doc)
-    print(f"DOCUMENT_BIAS = {b_doc:.3f}  # shipped {DOCUMENT_BIAS:.3f}")
-    _print_table("EVIDENCE_WEIGHTS", EVIDENCE_WEIGHTS, w_sent)
+    model = EvidenceModel(
+        document_weights={n: round(float(v), 4) for n, v in zip(doc_names, w_doc)},
+        document_bias=round(float(b_doc), 4),
+        sentence_weights={n: round(float(v), 4) for n, v in zip(sent_names, w_sent)},
+        provenance={
+            "data": f"evals/data/{DATASETS[args.dataset]}",
+            "rows": f"even-indexed rows 0, 2, ... ({len(rows)} of {len(all_rows)})",
+            "candidates": f"{args.source}: " + ("MultiHopRAG facts over the open pool" if args.source == "loop"
+                                                else f"BM25 top-{TOP_K} of the question's own paragraphs")
+            + ", packing.candidates.fact_candidates",
+            "fit": {"problems": len(captured), "documents": int(sum(map(len, doc_y))), "answer_groups": len(groups),
+                    "doc_c": args.doc_c, "l2": args.l2},
+            "command": "python " + " ".join(["scripts/fit_evidence_weights.py", *sys.argv[1:]]),
+            "date": datetime.date.today().isoformat(),
+        },
+    )
+    print(f"{len(captured)} problems; {sum(map(len, doc_y))} documents, {len(groups)} answer groups")
+    if args.check:
+        shipped = EvidenceModel.load(args.out)
+        diff = max(abs(model.document_weights[n] - shipped.document_weights.get(n, np.nan)) for n in doc_names)
+        diff = max(diff, *(abs(model.sentence_weights[n] - shipped.sentence_weights.get(n, np.nan)) for n in sent_names))
+        print(f"max |new - shipped| weight: {diff:.4f}")
+        return
+    args.out.write_text(json.dumps(model.to_mapping(), indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

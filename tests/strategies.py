@@ -84,3 +84,32 @@ def contexts(draw, max_lines: int = 30):
     free = st.text(max_size=30).filter(lambda s: "\n" not in s)
     line = st.one_of(fact, fact, fact, header, st.just(""), free)
     return "\n".join(draw(st.lists(line, max_size=max_lines)))
+
+
+TITLES = ("Jaws", "Steven Spielberg", "Paris", "Alpha River", "Delta (film)")
+
+
+@st.composite
+def compaction_requests(draw, max_facts: int = 14):
+    """A :class:`CompactionRequest` as the loop would hand it: 1-3 hops of facts from a few
+    passages (titles repeat across passages, sentences repeat too), a question, open terms and
+    a char or token budget."""
+    from rootweaver_innovations.compaction import CompactionRequest
+    from rootweaver_innovations.records import Fact
+
+    n_hops = draw(st.integers(min_value=1, max_value=3))
+    hop_queries = tuple(draw(words) for _ in range(n_hops))
+    facts = []
+    n = draw(st.integers(min_value=0, max_value=max_facts))
+    passage = 0
+    for hop in range(n_hops):
+        for _ in range(n // n_hops):
+            if not facts or draw(st.booleans()):
+                passage += 1
+                index = 0
+            title = TITLES[passage % len(TITLES)]
+            facts.append(Fact(f"p{passage}", title, draw(words), index, hop, hop_queries[hop], passage % 3, 1.0))
+            index += 1
+    question = draw(queries)
+    open_terms = tuple(draw(st.lists(st.sampled_from(WORDS), max_size=3)))
+    return CompactionRequest(question, tuple(facts), hop_queries, open_terms, draw(budgets))

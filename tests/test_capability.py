@@ -82,7 +82,7 @@ def test_capability_flag_off_is_a_no_op(demo_retriever, questions):
     assert spy.calls == 0
     assert metrics.value("multi_hop_requests_total", {"status": "disabled"}) == 1
     assert metrics.value("multi_hop_requests_total", {"status": "executed"}) == 0
-    assert metrics.value("multi_hop_context_chars_count", {"strategy": "none"}) == 0
+    assert metrics.value("multi_hop_context_chars_count", {"strategy": "off"}) == 0
 
 
 def test_flags_are_read_per_request(demo_retriever, questions):
@@ -111,10 +111,10 @@ def test_record_without_compaction(demo_retriever, questions):
     ctx = RequestContext(questions[0], user_id="u", session_id="s")
     result = cap.execute(ctx)
     rec = ctx.metadata["multi_hop"]
-    assert rec["hops"] == result.hop_count >= 1
+    assert rec["hop_count"] == len(rec["hops"]) == result.hop_count >= 1
     assert rec["stop_reason"] == result.stop_reason
     assert rec["context_chars"] == rec["full_context_chars"] == len(result.full_context)
-    assert rec["compaction"] is False and rec["compaction_configured"] is False and rec["strategy"] == "none"
+    assert rec["compaction"] is False and rec["compaction_configured"] is False and rec["strategy"] == "off"
     assert rec["kept_lines"] is rec["dropped_lines"] is rec["compaction_latency_ms"] is None
     assert rec["flags"] == {CAPABILITY_FLAG: True}
     json.dumps(rec)  # plain values only
@@ -122,7 +122,7 @@ def test_record_without_compaction(demo_retriever, questions):
 
 def test_compaction_is_decided_per_request_and_never_changes_the_trajectory(demo_retriever, questions):
     flags = FakeFlags({CAPABILITY_FLAG: True}, users={ROLLOUT: {"alice"}})
-    cap = MultiHopCapability(_config(enabled=True, max_chars=400), flags, demo_retriever)
+    cap = MultiHopCapability(_config(enabled=True, strategy="line", unit="chars", budget=400), flags, demo_retriever)
     compacted_somewhere = False
     for q in questions:
         on_ctx = RequestContext(q, user_id="alice", session_id="s1")
@@ -132,7 +132,7 @@ def test_compaction_is_decided_per_request_and_never_changes_the_trajectory(demo
         assert on.full_context == off.full_context and on.stop_reason == off.stop_reason
         assert off.synth_context == off.full_context and off.compaction is None
         rec_on, rec_off = on_ctx.metadata["multi_hop"], off_ctx.metadata["multi_hop"]
-        assert rec_on["compaction"] and rec_on["strategy"] == "line" and rec_on["max_chars"] == 400
+        assert rec_on["compaction"] and rec_on["strategy"] == "line" and rec_on["budget"]["limit"] == 400
         assert rec_on["context_chars"] == len(on.synth_context) <= 400
         assert rec_on["kept_lines"] + rec_on["dropped_lines"] == len(on.full_context.split("\n"))
         assert rec_on["compaction_latency_ms"] >= 0
@@ -145,7 +145,7 @@ def test_compaction_is_decided_per_request_and_never_changes_the_trajectory(demo
 
 
 def test_without_a_rollout_flag_the_config_alone_decides(demo_retriever, questions):
-    cfg = MultiHopConfig.from_mapping({"compaction": {"enabled": True, "max_chars": 300}})
+    cfg = MultiHopConfig.from_mapping({"compaction": {"enabled": True, "strategy": "line", "unit": "chars", "budget": 300}})
     ctx = RequestContext(questions[1])
     result = MultiHopCapability(cfg, StaticFlagProvider({CAPABILITY_FLAG: True}), demo_retriever).execute(ctx)
     assert result.compaction is not None and ctx.metadata["multi_hop"]["context_chars"] <= 300
@@ -186,7 +186,7 @@ def test_eight_threads_by_fifty_calls_no_exception_and_metrics_add_up(demo_retri
     users = [f"user{i}" for i in range(10)]
     flags = FakeFlags({CAPABILITY_FLAG: True}, users={ROLLOUT: set(users[:5])})
     metrics = Metrics()
-    cap = MultiHopCapability(_config(enabled=True, max_chars=600), flags, demo_retriever, metrics=metrics)
+    cap = MultiHopCapability(_config(enabled=True, strategy="line", unit="chars", budget=600), flags, demo_retriever, metrics=metrics)
     expected = {q: _baseline(demo_retriever, cap.config).multi_hop_search(q).trajectory() for q in questions}
     records, errors, lock = [], [], threading.Lock()
 
@@ -211,7 +211,7 @@ def test_eight_threads_by_fifty_calls_no_exception_and_metrics_add_up(demo_retri
     assert errors == []
     assert len(records) == 400
     by_strategy = Tally(r["strategy"] for r in records)
-    assert by_strategy == {"line": 200, "none": 200}  # users 0-4 in the rollout, each thread cycles all 10
+    assert by_strategy == {"line": 200, "off": 200}  # users 0-4 in the rollout, each thread cycles all 10
     assert metrics.value("multi_hop_requests_total", {"status": "executed"}) == 400
     for strategy, n in by_strategy.items():
         labels = {"strategy": strategy}
@@ -219,12 +219,12 @@ def test_eight_threads_by_fifty_calls_no_exception_and_metrics_add_up(demo_retri
         assert metrics.value("multi_hop_hops_count", labels) == n
         mine = [r for r in records if r["strategy"] == strategy]
         assert metrics.value("multi_hop_context_chars_sum", labels) == sum(r["context_chars"] for r in mine)
-        assert metrics.value("multi_hop_hops_sum", labels) == sum(r["hops"] for r in mine)
+        assert metrics.value("multi_hop_hops_sum", labels) == sum(r["hop_count"] for r in mine)
     line = {"strategy": "line"}
     assert metrics.value("multi_hop_compaction_latency_seconds_count", line) == 200
     assert metrics.value("multi_hop_compaction_dropped_lines_total", line) == sum(
         r["dropped_lines"] for r in records if r["strategy"] == "line")
-    assert metrics.value("multi_hop_compaction_latency_seconds_count", {"strategy": "none"}) == 0
+    assert metrics.value("multi_hop_compaction_latency_seconds_count", {"strategy": "off"}) == 0
 
 
 def _bucket_counts(text: str, strategy: str) -> dict[str, float]:
@@ -239,8 +239,9 @@ def _bucket_counts(text: str, strategy: str) -> dict[str, float]:
 
 def test_metrics_endpoint_scrape_shows_context_chars_buckets_moving(demo_retriever, questions):
     metrics = Metrics()
-    cap = MultiHopCapability(MultiHopConfig.from_mapping({"compaction": {"enabled": True}}),
-                             StaticFlagProvider({CAPABILITY_FLAG: True}), demo_retriever, metrics=metrics)
+    cfg = MultiHopConfig.from_mapping({"compaction": {"enabled": True, "strategy": "line", "unit": "chars",
+                                                      "budget": 2000}})
+    cap = MultiHopCapability(cfg, StaticFlagProvider({CAPABILITY_FLAG: True}), demo_retriever, metrics=metrics)
     server = metrics.serve(0)
     try:
         assert server.addr == "127.0.0.1"
@@ -254,7 +255,7 @@ def test_metrics_endpoint_scrape_shows_context_chars_buckets_moving(demo_retriev
         server.close()
     buckets = _bucket_counts(after, "line")
     assert buckets["+Inf"] == 5
-    assert buckets["2000.0"] == 5  # compaction.max_chars 2000: every synth context fits the budget
+    assert buckets["2000.0"] == 5  # compaction.budget 2000 chars: every synth context fits the budget
     counts = [buckets[le] for le in sorted(buckets, key=lambda le: float(le))]
     assert counts == sorted(counts)  # cumulative
 
@@ -280,22 +281,15 @@ def test_default_retriever_falls_back_to_the_bundled_demo_corpus(questions):
     assert result.hop_count >= 1 and all(pid.startswith("hp") for h in result.hops for pid in h.retrieved_ids)
 
 
-def test_submodular_strategy_runs_and_is_imported_only_when_compaction_needs_it(
-    monkeypatch, demo_retriever, questions
-):
-    cfg = MultiHopConfig.from_mapping({"compaction": {"enabled": True, "strategy": "submodular", "max_chars": 500}})
-    flags = StaticFlagProvider({CAPABILITY_FLAG: True})
+@pytest.mark.parametrize("strategy", ["submodular", "evidence"])
+def test_packing_strategies_run_under_budget_and_keep_the_trajectory(demo_retriever, questions, strategy):
+    cfg = MultiHopConfig.from_mapping({"compaction": {"enabled": True, "strategy": strategy, "unit": "chars",
+                                                      "budget": 500}})
     ctx = RequestContext(questions[0])
-    result = MultiHopCapability(cfg, flags, demo_retriever).execute(ctx)
+    result = MultiHopCapability(cfg, StaticFlagProvider({CAPABILITY_FLAG: True}), demo_retriever).execute(ctx)
     rec = ctx.metadata["multi_hop"]
-    assert rec["strategy"] == "submodular" and rec["context_chars"] <= 500
+    assert rec["strategy"] == strategy and rec["context_chars"] <= 500 and rec["budget"]["unit"] == "chars"
     assert result.trajectory() == _baseline(demo_retriever, cfg).multi_hop_search(questions[0]).trajectory()
-
-    monkeypatch.setitem(sys.modules, "rootweaver_innovations.packing", None)  # as if the packer were absent
-    disabled = MultiHopConfig.from_mapping({"compaction": {"enabled": False, "strategy": "submodular"}})
-    assert MultiHopCapability(disabled, flags, demo_retriever).execute(RequestContext(questions[0])) is not None
-    with pytest.raises(ImportError):
-        MultiHopCapability(cfg, flags, demo_retriever).execute(RequestContext(questions[0]))
 
 
 def test_an_empty_question_is_rejected(demo_retriever):

@@ -27,7 +27,7 @@ def test_ask_off_prints_full_context(capsys):
 def test_ask_human_output(capsys):
     assert main(["ask", "--max-chars", "800"]) == 0
     text = capsys.readouterr().out
-    assert "Hops:" in text and "Dropped" in text and "budget 800" in text
+    assert "Hops:" in text and "Dropped" in text and "of 800 chars" in text
 
 
 @pytest.mark.parametrize("argv, msg", [
@@ -71,8 +71,8 @@ def test_serve_answers_stdin_and_exposes_metrics(monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.StringIO("Who was born first David Draiman or Terry Kath?\n\n"))
     assert main(["serve", "--metrics-port", "0"]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
-    assert len(lines) == 1 and lines[0]["multi_hop"]["hops"] >= 1
+    assert len(lines) == 1 and lines[0]["multi_hop"]["hop_count"] >= 1
     server = servers[0][1]
     body = urllib.request.urlopen(f"http://{server.addr}:{server.port}/metrics").read().decode()
-    assert 'multi_hop_context_chars_count{strategy="none"} 1.0' in body
+    assert 'multi_hop_context_chars_count{strategy="off"} 1.0' in body
     server.close()

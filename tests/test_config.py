@@ -40,7 +40,7 @@ def test_shipped_yaml_sets_every_knob_to_its_default():
     assert set(_flatten(raw)) == {key for key, _, _ in knob_reference()}
     cfg = MultiHopConfig.from_yaml(SHIPPED)
     assert cfg == MultiHopConfig()
-    assert cfg.compaction.enabled is False and cfg.compaction.max_chars == 2000
+    assert cfg.compaction.enabled is False and (cfg.compaction.unit, cfg.compaction.budget) == ("tokens", 400)
     assert cfg.flags.capability_flag == CAPABILITY_FLAG
     assert cfg.source == str(SHIPPED)
 
@@ -62,8 +62,9 @@ def test_loop_defaults_agree_with_multihoprag():
     from rootweaver_innovations.multihop import MultiHopRAG
 
     rag, cfg = MultiHopRAG(retriever=None), MultiHopConfig()  # type: ignore[arg-type]
-    assert (cfg.max_hops, cfg.passages_per_hop, cfg.answerability_threshold, cfg.compaction.max_chars) == (
-        rag.max_hops, rag.passages_per_hop, rag.answerability_threshold, rag.compaction_max_chars)
+    assert (cfg.max_hops, cfg.passages_per_hop, cfg.answerability_threshold) == (
+        rag.max_hops, rag.passages_per_hop, rag.answerability_threshold)
+    assert (cfg.compaction.budget, cfg.compaction.unit) == (rag.compaction_budget.limit, rag.compaction_budget.unit)
     assert cfg.compaction.enabled is rag.compaction_enabled is False
 
 
@@ -82,19 +83,19 @@ def test_round_trip_of_the_defaults_and_through_yaml(tmp_path):
     threshold=st.floats(0.0, 1.0, exclude_min=True),
     strategy=st.sampled_from(["line", "submodular"]),
     enabled=st.booleans(),
-    max_chars=st.integers(1, 10**7),
+    budget=st.integers(1, 10**7),
     static=st.dictionaries(st.text("abc.", min_size=1, max_size=6), st.booleans(), max_size=4),
     provider=st.sampled_from(["static", "unleash"]),
     rollout=st.one_of(st.none(), st.text("xyz.", min_size=1, max_size=8)),
 )
 def test_round_trip_of_arbitrary_valid_configs(
-    max_hops, per_hop, threshold, strategy, enabled, max_chars, static, provider, rollout
+    max_hops, per_hop, threshold, strategy, enabled, budget, static, provider, rollout
 ):
     cfg = MultiHopConfig.from_mapping({
         "max_hops": max_hops,
         "passages_per_hop": per_hop,
         "answerability_threshold": threshold,
-        "compaction": {"enabled": enabled, "strategy": strategy, "max_chars": max_chars},
+        "compaction": {"enabled": enabled, "strategy": strategy, "budget": budget},
         "flags": {"provider": provider, "static": static, "compaction_flag": rollout},
     })
     again = MultiHopConfig.from_mapping(cfg.to_mapping())
@@ -108,7 +109,7 @@ def test_missing_keys_and_an_empty_file_take_defaults(tmp_path):
     empty.write_text("")
     assert MultiHopConfig.from_yaml(empty) == MultiHopConfig()
     partial = MultiHopConfig.from_mapping({"compaction": {"enabled": True}})
-    assert partial.compaction.enabled and partial.compaction.max_chars == 2000
+    assert partial.compaction.enabled and partial.compaction.budget == 400
 
 
 def test_an_int_is_accepted_for_a_float_knob():
@@ -126,11 +127,12 @@ BAD = [
     ({"answerability_threshold": 1.01}, "answerability_threshold", "(0, 1]"),
     ({"answerability_threshold": float("nan")}, "answerability_threshold", "number"),
     ({"bogus": 1}, "bogus", "unknown key"),
-    ({"compaction": {"max_chars": -5}}, "compaction.max_chars", ">= 1"),
-    ({"compaction": {"max_chars": 0}}, "compaction.max_chars", ">= 1"),
+    ({"compaction": {"budget": -5}}, "compaction.budget", ">= 1"),
+    ({"compaction": {"budget": 0}}, "compaction.budget", ">= 1"),
+    ({"compaction": {"unit": "words"}}, "compaction.unit", "tokens"),
     ({"compaction": {"enabled": "yes"}}, "compaction.enabled", "true or false"),
     ({"compaction": {"strategy": "greedy"}}, "compaction.strategy", f"one of {sorted(STRATEGIES)}"),
-    ({"compaction": {"budget": 10}}, "compaction.budget", "unknown key"),
+    ({"compaction": {"max_chars": 10}}, "compaction.max_chars", "unknown key"),
     ({"compaction": 5}, "compaction", "mapping"),
     ({"retriever": {"backend": "faiss"}}, "retriever.backend", "one of"),
     ({"retriever": {"corpus": ""}}, "retriever.corpus", "non-empty string"),
@@ -185,7 +187,7 @@ def test_config_is_immutable_and_compares_by_value_not_source(tmp_path):
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.max_hops = 4  # type: ignore[misc]
     with pytest.raises(dataclasses.FrozenInstanceError):
-        cfg.compaction.max_chars = 1  # type: ignore[misc]
+        cfg.compaction.budget = 1  # type: ignore[misc]
     assert cfg == MultiHopConfig.from_mapping({"max_hops": 3}, source="b.yaml")
     assert cfg != MultiHopConfig()
     assert hash(cfg) == hash(MultiHopConfig(max_hops=3))

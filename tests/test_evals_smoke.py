@@ -7,11 +7,13 @@ import json
 import pytest
 
 from evals.multihop_e2e import run_multihop_eval
-from evals.packing import POLICY_ORDER, run_packing_eval, sentence_candidates
+from evals.packing import POLICY_ORDER, retrieved_candidates, run_packing_eval
+from evals.synth_eval import run_synth_eval
 from evals.trajectory import GOLDEN_FILE, run_trajectory_eval
 from rootweaver_capabilities.cli import main
 from rootweaver_innovations.compaction import CompactionResult
 from rootweaver_innovations.corpus import load_qa_rows
+from rootweaver_innovations.retrieval import BM25Retriever
 
 HOTPOT = "hotpotqa.jsonl.gz"
 
@@ -27,8 +29,9 @@ def test_trajectory_eval_passes_and_matches_pinned_golden(demo_passages, golden_
 
 def test_trajectory_eval_reports_a_budget_violation(demo_passages, golden_questions, monkeypatch):
     """Fault injection: a compactor that ignores its budget must fail BUDGET, not pass."""
-    def greedy_compactor(context, *, max_chars, question, open_terms):
-        return CompactionResult(context, (), (), max_chars, len(context), "bad")
+    def greedy_compactor(request):
+        text = "\n".join(f.line for f in request.facts)
+        return CompactionResult(text, (), (), request.budget.limit, len(text), "bad")
 
     monkeypatch.setattr("evals.trajectory.make_compactor", lambda name: greedy_compactor)
     rep = run_trajectory_eval(golden_questions[:3], demo_passages, budgets=[100], strategies=["line"],
@@ -42,12 +45,29 @@ def test_trajectory_cli_on_user_files_exit_code(tmp_path, capsys):
     assert (tmp_path / "summary.md").read_text().count("60/60") >= 2
 
 
-def test_sentence_candidates_are_gold_blind(bundled_data):
+def test_harness_candidates_are_the_product_shape_and_gold_blind(bundled_data):
     row = load_qa_rows(bundled_data / HOTPOT, limit=1)[0]
-    cands = sentence_candidates(row.question, row.passages[:3])
-    assert [c.position for c in cands] == list(range(len(cands)))
+    hits = BM25Retriever(row.passages).search(row.question, 3)
+    facts, cands = retrieved_candidates(row.question, hits)
+    assert [c.position for c in cands] == list(range(len(cands))) == list(range(len(facts)))
     assert all(c.relevance >= 0 for c in cands)
-    assert {c.doc_id for c in cands} == {p.id for p in row.passages[:3]}
+    assert [c.text for c in cands] == [f.line for f in facts] and [c.body for c in cands] == [f.sentence for f in facts]
+    assert {c.doc_id for c in cands} == {h.passage.id for h in hits}
+
+
+def test_synth_eval_smoke_product_path_equals_harness(bundled_data):
+    rows = load_qa_rows(bundled_data / HOTPOT, limit=10)
+    rep = run_synth_eval(rows, token_budgets=[160, "half"], char_budgets=[600], n_resamples=200, show_progress=False)
+    assert rep["trajectories_identical_across_settings"] and rep["max_harness_gap"] == 0.0
+    by = {r["setting"]: r for r in rep["table"]}
+    assert set(by) >= {"off", "line@160t", "submodular@160t", "evidence@160t", "evidence@600c"}
+    for r in rep["table"]:
+        if r["unit"] == "tokens":
+            assert r["max_tokens"] <= r["limit"]
+        elif r["unit"] == "chars":
+            assert r["max_chars"] <= r["limit"]
+        assert 0 <= r["all_gold"] <= r["coverage"] <= 1
+    assert "ci_vs_line" in by["evidence@160t"] and "ci_vs_off" in by["line@160t"]
 
 
 @pytest.mark.parametrize("open_pool", [False, True])

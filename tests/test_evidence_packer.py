@@ -10,12 +10,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import budgets, candidate_lists, contexts, queries
+from strategies import budgets, candidate_lists, queries
 
-from rootweaver_innovations.packing import POLICIES, Budget, Candidate, SubmodularCompactor, pack
+from rootweaver_innovations.packing import POLICIES, Budget, Candidate, EvidenceModel, pack
 from rootweaver_innovations.packing.evidence import (
-    DOCUMENT_WEIGHTS,
-    EVIDENCE_WEIGHTS,
     EvidenceParams,
     _cover,
     answer_likelihood,
@@ -25,9 +23,8 @@ from rootweaver_innovations.packing.evidence import (
     evidence_policy,
 )
 from rootweaver_innovations.packing.budget import Knapsack
-from rootweaver_innovations.packing.objective import SubmodularObjective, SubmodularWeights, query_incidence
+from rootweaver_innovations.packing.objective import query_incidence
 from rootweaver_innovations.packing.policies import PackingProblem
-from rootweaver_innovations.strategies import STRATEGIES, make_compactor
 
 
 def _titled(cands: list[Candidate], titled: list[bool]) -> list[Candidate]:
@@ -62,11 +59,9 @@ def _problem(cands: list[Candidate], query: str, budget: Budget) -> PackingProbl
     doc_index = np.array([docs.setdefault(c.doc_id, len(docs)) for c in cands], dtype=np.int64)
     relevance = np.array([c.relevance for c in cands])
     _terms, incidence = query_incidence(query, texts)
-    sim = np.eye(len(cands))
     return PackingProblem(
-        candidates=tuple(cands), query=query, relevance=relevance, doc_index=doc_index, similarity=sim,
-        incidence=incidence, objective=SubmodularObjective(relevance, incidence, sim, doc_index, SubmodularWeights()),
-        knapsack=Knapsack(budget, texts), max_snippets=None,
+        candidates=tuple(cands), query=query, relevance=relevance, doc_index=doc_index,
+        incidence=incidence, knapsack=Knapsack(budget, texts), max_snippets=None,
     )
 
 
@@ -112,7 +107,8 @@ def test_a_large_coverage_weight_covers_every_document_that_fits():
     ]
     budget = Budget.chars(61)  # costs len+1: 30, 31, 11 vs capacity 62: a0+a1 = 61 fits, all three (72) do not
     assert pack("naive", cands, "Paris capital", budget).ids == ("a0", "a1")
-    POLICIES["test-evidence-bonus"] = functools.partial(evidence_policy, params=EvidenceParams(coverage=1000.0))
+    model = dataclasses.replace(EvidenceModel.load(), params=EvidenceParams(coverage=1000.0))
+    POLICIES["test-evidence-bonus"] = functools.partial(evidence_policy, model=model)
     try:
         res = pack("test-evidence-bonus", cands, "Paris capital", budget)
     finally:
@@ -126,15 +122,14 @@ def test_everything_that_fits_is_kept_whole_and_shares_are_a_distribution():
     res = pack("evidence", cands, "When was Alice Smith born?", Budget.tokens(100))
     assert res.ids == ("c0", "c1") and res.omissions == ()
     problem = _problem(cands, "When was Alice Smith born?", Budget.tokens(100))
-    feats = evidence_features(problem)
-    assert feats.shape == (2, len(EVIDENCE_WEIGHTS))
+    q = document_likelihood(problem)
+    feats = evidence_features(problem, q)
+    model = EvidenceModel.load()
+    assert set(model.sentence_weights) <= set(feats) and set(model.document_weights) <= set(document_features(problem))
     # the year cue fires on the when-question's sentence with a year, not on the other
-    col = [n for n, _w in EVIDENCE_WEIGHTS].index("year_cue")
-    assert feats[:, col].tolist() == [1.0, 0.0]
+    assert np.asarray(feats["year_cue"]).tolist() == [1.0, 0.0]
     p = answer_likelihood(problem)
     assert np.all(p > 0) and p.sum() == pytest.approx(1.0)
-    q = document_likelihood(problem)
-    assert document_features(problem).shape == (2, len(DOCUMENT_WEIGHTS))
     assert q.shape == (2,) and np.all((q > 0) & (q < 1))
 
 
@@ -159,23 +154,24 @@ def test_bad_params_raise_value_error(kwargs):
         EvidenceParams(**kwargs)
 
 
-@settings(max_examples=300, deadline=None)
-@given(contexts(), st.integers(min_value=1, max_value=200), queries)
-def test_evidence_compaction_strategy_is_verbatim_in_budget_and_idempotent(ctx, max_chars, question):
-    assert "evidence" in STRATEGIES
-    compact = make_compactor("evidence")
-    res = compact(ctx, max_chars=max_chars, question=question)
-    assert res.strategy == "evidence" and len(res.text) <= max_chars
-    lines = ctx.split("\n")
-    kept = [k.position for k in res.kept]
-    assert kept == sorted(kept) and all(lines[k.position] == k.text for k in res.kept)
-    assert res.text == "\n".join(k.text for k in res.kept)
-    assert sorted(kept + [d.position for d in res.dropped]) == list(range(len(lines)))
-    again = compact(res.text, max_chars=max_chars, question=question)
-    assert again.text == res.text
-    assert compact(ctx, max_chars=max_chars, question=question) == res
+def test_the_model_file_names_features_and_provenance_and_bad_files_are_one_line_errors(tmp_path):
+    model = EvidenceModel.load()
+    assert model.provenance["rows"].startswith("even-indexed") and "command" in model.provenance
+    assert EvidenceModel.from_mapping(model.to_mapping()).to_mapping() == model.to_mapping()
+    bad = tmp_path / "m.json"
+    bad.write_text('{"format": 2}')
+    with pytest.raises(ValueError, match=f"{bad}: not an evidence model file"):
+        EvidenceModel.load(bad)
+    unknown = dataclasses.replace(model, sentence_weights={**model.sentence_weights, "no_such_feature": 1.0})
+    cands = [Candidate("a", "A", "Alpha was born in 1950.", 0, 1.0), Candidate("b", "B", "Beta.", 1, 0.5)]
+    with pytest.raises(ValueError, match="no_such_feature"):
+        unknown.likelihoods(_problem(cands, "When was Alpha born?", Budget.chars(100)))
 
 
-def test_compactor_policy_field_defaults_to_submodular():
-    assert SubmodularCompactor().policy == "submodular"
-    assert SubmodularCompactor(policy="evidence")("A | x", max_chars=10).strategy == "evidence"
+def test_wording_features_read_the_bare_sentence_not_the_rendered_title():
+    plain = Candidate("a", "A", "He was born in Paris.", 0, 1.0, source="Alpha")
+    rendered = dataclasses.replace(plain, text="Alpha | He was born in Paris.", body="He was born in Paris.")
+    feats = [evidence_features(pr, document_likelihood(pr)) for pr in
+             (_problem([c], "Where was Alpha born?", Budget.chars(100)) for c in (plain, rendered))]
+    assert feats[0]["pronoun_start"].tolist() == feats[1]["pronoun_start"].tolist() == [1.0]
+    assert feats[1]["starts_with_title"].tolist() == [0.0]

@@ -26,6 +26,7 @@ from rootweaver_capabilities.langchain_adapters import (  # noqa: E402
 from rootweaver_innovations.context_format import format_fact  # noqa: E402
 from rootweaver_innovations.corpus import Passage  # noqa: E402
 from rootweaver_innovations.demo import demo_passages  # noqa: E402
+from rootweaver_innovations.packing import Budget
 from rootweaver_innovations.multihop import MultiHopRAG  # noqa: E402
 from rootweaver_innovations.retrieval import BM25Retriever  # noqa: E402
 
@@ -148,7 +149,7 @@ def test_multihop_retriever_documents_carry_their_source(bm25):
         assert m["source"] == m["id"] and d.page_content == by_id[m["id"]].sentences[m["sentence_index"]]
         assert m["title"] == by_id[m["id"]].title
         assert m["sub_query"] == result.hops[m["hop"]].sub_query
-    compacting = MultiHopRAG(bm25, compaction_enabled=True, compaction_max_chars=300)
+    compacting = MultiHopRAG(bm25, compaction_enabled=True, compaction_budget=Budget.chars(300))
     small = MultiHopRetriever(rag=compacting, k=50).invoke(QUESTION)
     synth = compacting.multi_hop_search(QUESTION).synth_context
     assert 0 < len(small) < len(docs) and all(d.page_content in synth for d in small)

@@ -16,7 +16,8 @@ from rootweaver_innovations.multihop import (
     extractive_answer,
     is_answered,
 )
-from rootweaver_innovations.strategies import STRATEGIES, make_compactor
+from rootweaver_innovations.packing import Budget
+from rootweaver_innovations.strategies import make_compactor, strategy_names
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,8 @@ def test_bridge_questions_take_at_least_two_hops(off_results, golden_questions):
 def test_trajectory_identical_on_and_off_at_random_budgets(demo_retriever, golden_questions, off_results, data):
     i = data.draw(st.integers(0, len(golden_questions) - 1))
     budget = data.draw(st.integers(1, 6000))
-    rag = MultiHopRAG(demo_retriever, compaction_enabled=True, compaction_max_chars=budget)
+    rag = MultiHopRAG(demo_retriever, compaction_enabled=True, compaction_budget=Budget.chars(budget),
+                      compactor=make_compactor("line"))
     on = rag.multi_hop_search(golden_questions[i].question)
     off = off_results[i]
     assert on.trajectory() == off.trajectory()
@@ -58,11 +60,12 @@ def test_trajectory_identical_on_and_off_at_random_budgets(demo_retriever, golde
 @settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_no_compaction_strategy_changes_the_trajectory(demo_retriever, golden_questions, off_results, data):
-    strategy = data.draw(st.sampled_from(STRATEGIES))
+    strategy = data.draw(st.sampled_from(strategy_names()))
     i = data.draw(st.integers(0, len(golden_questions) - 1))
     budget = data.draw(st.integers(1, 6000))
     rag = MultiHopRAG(
-        demo_retriever, compaction_enabled=True, compaction_max_chars=budget, compactor=make_compactor(strategy)
+        demo_retriever, compaction_enabled=True, compaction_budget=Budget.chars(budget),
+        compactor=make_compactor(strategy),
     )
     on = rag.multi_hop_search(golden_questions[i].question)
     off = off_results[i]
@@ -108,7 +111,7 @@ def test_extractive_answer_cites_best_line():
 
 
 @pytest.mark.parametrize("kw", [
-    {"max_hops": 0}, {"passages_per_hop": 0}, {"answerability_threshold": 0}, {"compaction_max_chars": 0},
+    {"max_hops": 0}, {"passages_per_hop": 0}, {"answerability_threshold": 0}, {"compaction_budget": 0},
 ])
 def test_bad_construction_raises(demo_retriever, kw):
     with pytest.raises(ValueError):

@@ -24,7 +24,7 @@ from rootweaver_innovations.packing import (
     pack,
     register_policy,
 )
-from rootweaver_innovations.selection import (
+from rootweaver_innovations.packing.selection import (
     REASON_BUDGET,
     REASON_DUPLICATE_ID,
     REASON_DUPLICATE_TEXT,
@@ -275,22 +275,21 @@ def test_baselines_follow_their_rules():
 
 def test_public_api_is_pinned():
     import rootweaver_innovations.packing as packing
-    import rootweaver_innovations.selection as selection
+    import rootweaver_innovations.packing.selection as selection
 
-    assert packing.__all__ == [
-        "Budget", "Candidate", "ConflictingCandidateError", "Header", "Omission", "POLICIES",
-        "PackResult", "Packed", "PackingProblem", "QwenTokenCounter", "Selection", "Similarity",
-        "SubmodularCompactor", "SubmodularObjective", "SubmodularWeights", "TokenCounter", "UNITS",
-        "default_token_counter", "dense_similarity", "pack", "register_policy", "tfidf_relevance",
-        "tfidf_similarity",
-    ]
+    assert sorted(packing.__all__) == sorted([
+        "Budget", "Candidate", "ConflictingCandidateError", "EvidenceModel", "EvidenceParams", "Header", "Omission",
+        "POLICIES", "PackResult", "Packed", "PackingProblem", "QwenTokenCounter", "Selection", "Similarity",
+        "SubmodularObjective", "SubmodularWeights", "TokenCounter", "UNITS", "default_token_counter",
+        "dense_similarity", "fact_candidates", "pack", "register_policy", "tfidf_similarity",
+    ])
     assert all(getattr(packing, name) is not None for name in packing.__all__)
     assert set(selection.REASONS) == {
         "duplicate_id", "version_conflict", "duplicate_text", "budget", "snippet_cap", "not_selected",
     }
 
 
-@pytest.mark.parametrize("first", ["rootweaver_innovations.selection", "rootweaver_innovations.packing.policies"])
+@pytest.mark.parametrize("first", ["rootweaver_innovations.packing.selection", "rootweaver_innovations.packing.policies"])
 def test_modules_import_in_either_order(first):
     code = f"import {first}; import rootweaver_innovations.packing as p; [getattr(p, n) for n in p.__all__]"
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -7,9 +7,18 @@ only text, provenance and a relevance score computed from the query.
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Candidate", "Header", "rank_key"]
+from ..records import Fact
+from ..retrieval import bm25_tokenize
+
+__all__ = ["Candidate", "Header", "fact_candidates", "okapi_scores", "rank_key"]
+
+OKAPI_K1 = 1.5  # rank-bm25's BM25Okapi defaults, reproduced exactly by okapi_scores
+OKAPI_B = 0.75
+OKAPI_EPSILON = 0.25
 
 
 def _check_int(name: str, value: object, minimum: int) -> None:
@@ -27,7 +36,7 @@ class Candidate:
     packet is rendered in position order); ``relevance`` a finite score >= 0 against the
     query (higher is better). ``source`` and ``version`` are optional provenance: two
     version labels for one source (``source``, or ``doc_id`` when ``source`` is None)
-    among the candidates block that source (see :mod:`rootweaver_innovations.selection`).
+    among the candidates block that source (see :mod:`rootweaver_innovations.packing.selection`).
     Invalid fields raise ``ValueError``.
     """
 
@@ -38,6 +47,7 @@ class Candidate:
     relevance: float
     version: str | None = None
     source: str | None = None
+    body: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
@@ -50,10 +60,15 @@ class Candidate:
         rel = self.relevance
         if isinstance(rel, bool) or not isinstance(rel, (int, float)) or not math.isfinite(rel) or rel < 0:
             raise ValueError(f"candidate {self.id!r}: relevance must be a finite number >= 0, got {rel!r}")
-        for name in ("version", "source"):
+        for name in ("version", "source", "body"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"candidate {self.id!r}: {name} must be a str or None, got {value!r}")
+
+    @property
+    def content(self) -> str:
+        """``body`` when set, else ``text``."""
+        return self.body if self.body is not None else self.text
 
     @property
     def provenance(self) -> tuple[str, str | None, str | None]:
@@ -87,3 +102,57 @@ class Header:
         _check_int("header position", self.position, 0)
         if not isinstance(self.text, str) or "\n" in self.text:
             raise ValueError(f"header text must be a single-line str, got {self.text!r}")
+
+
+def okapi_scores(docs: Sequence[Sequence[str]], query: Sequence[str]) -> list[float]:
+    """BM25 Okapi of each tokenised doc against ``query`` over the corpus ``docs``.
+
+    The formula and constants of rank-bm25's ``BM25Okapi`` (k1 1.5, b 0.75, a term in more
+    than half of the docs gets ``0.25 *`` the mean idf), so its scores are reproduced
+    exactly; a repeated query term counts once per occurrence. Empty ``docs``: ``[]``.
+    """
+    n = len(docs)
+    if n == 0:
+        return []
+    lengths = [len(d) for d in docs]
+    avgdl = sum(lengths) / n
+    counts = [Counter(d) for d in docs]
+    df: Counter[str] = Counter()
+    for c in counts:
+        df.update(c.keys())
+    idf = {t: math.log(n - f + 0.5) - math.log(f + 0.5) for t, f in df.items()}
+    floor = OKAPI_EPSILON * (sum(idf.values()) / len(idf)) if idf else 0.0
+    idf = {t: (v if v >= 0 else floor) for t, v in idf.items()}
+    norm = [OKAPI_K1 * (1 - OKAPI_B + OKAPI_B * dl / avgdl) if avgdl else OKAPI_K1 for dl in lengths]
+    scores = [0.0] * n
+    for term in query:
+        w = idf.get(term)
+        if w is None:
+            continue
+        for i, c in enumerate(counts):
+            tf = c.get(term)
+            if tf:
+                scores[i] += w * tf * (OKAPI_K1 + 1) / (tf + norm[i])
+    return scores
+
+
+def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
+    """One packing candidate per fact: the only way facts become candidates.
+
+    ``text`` is the fact's context line (``"<title> | <sentence>"``, what the reader sees and
+    the budget pays for), ``body`` its bare sentence, ``doc_id`` the passage id, ``source``
+    the title, ``position`` the fact's index in ``facts`` (the loop's hop and rank order),
+    ``relevance`` :func:`okapi_scores` of ``title + sentence`` against ``question``, clipped at
+    0. Facts whose sentence is blank are skipped. The product's compactors, the packing eval
+    and the evidence model's fitting script all build candidates here.
+    """
+    items = [f for f in facts if f.sentence.strip()]
+    docs = [bm25_tokenize(f"{f.title} {f.sentence}") for f in items]
+    scores = okapi_scores(docs, bm25_tokenize(question))
+    return [
+        Candidate(
+            id=f"{f.passage_id}#{f.sentence_index}", doc_id=f.passage_id, text=f.line, position=k,
+            relevance=max(0.0, score), source=f.title, body=" ".join(f.sentence.split()),
+        )
+        for k, (f, score) in enumerate(zip(items, scores))
+    ]

@@ -1,110 +1,78 @@
-"""The submodular packer as a drop-in compactor for MultiHopRAG's synthesis context.
+"""A packing policy as a compaction strategy for the synthesis context.
 
-:class:`SubmodularCompactor` satisfies :class:`rootweaver_innovations.multihop.Compactor`
-with the same contract as :func:`~rootweaver_innovations.compaction.compact_lines`: the
-output is whole input lines in input order, at most ``max_chars`` characters counting the
-``"\\n"`` separators and the hop headers it re-emits (a header only with at least one of
-its kept facts), deterministic, and idempotent (compacting its own output returns it
-unchanged, because an output that fits is kept whole). Every input line is accounted for
-once in ``kept`` or ``dropped``.
-
-Candidates are the non-blank, non-header lines: ``doc_id`` is the fact's title (a line
-that is not a ``"<title> | <sentence>"`` fact is its own document), ``relevance`` the TF-IDF
-cosine of the line with the question plus the open terms. Drop reasons are the line
-compactor's (``blank``, ``duplicate_text``, ``budget``, ``header_without_kept_facts``)
-plus the packer's ``not_selected`` and ``snippet_cap``. A kept line's ``band`` is its
-0-based pick step (a header: the first step of its facts).
+:class:`PackingCompactor` turns the loop's facts into candidates with
+:func:`~rootweaver_innovations.packing.candidates.fact_candidates` (the function the packing
+eval and the evidence model's fitting script use too, so the policy sees exactly the inputs
+it was measured and fitted on), packs them under the request's budget and renders the kept
+fact lines in loop order. The synth context holds fact lines only: hop headers are dropped
+(reason ``hop_header``), blank separators too (``blank``). Every full-context line is
+accounted for once in ``kept`` or ``dropped``; the packer's omission reasons (``budget``,
+``not_selected``, ``snippet_cap``, ``duplicate_text``, ...) carry over. Deterministic; an
+output that fits is kept whole, so compacting facts that already fit changes nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..compaction import REASON_BLANK, REASON_ORPHAN_HEADER, CompactionResult, DroppedLine, KeptLine
-from ..context_format import is_header, parse_fact
+from ..compaction import REASON_BLANK, REASON_HOP_HEADER, CompactionRequest, CompactionResult, DroppedLine, KeptLine
+from ..context_format import render_context
 from ..embeddings import Embedder
-from .budget import Budget
-from .candidates import Candidate, Header
+from .candidates import fact_candidates
 from .objective import SubmodularWeights
 from .policies import pack
-from .similarity import dense_similarity, tfidf_relevance
+from .similarity import dense_similarity
 
-__all__ = ["SubmodularCompactor"]
+__all__ = ["PackingCompactor"]
 
 
 @dataclass(frozen=True, slots=True)
-class SubmodularCompactor:
-    """Compacts a trajectory context with a packing policy (``policy``, default ``submodular``).
+class PackingCompactor:
+    """Compacts a trajectory's facts with the packing policy named ``policy``.
 
-    ``policy`` names a registered packing policy (unknown: ``ValueError`` on call); ``weights``
-    and ``max_snippets`` go to :func:`~rootweaver_innovations.packing.pack`;
-    ``embedder`` (optional, injected; see :mod:`rootweaver_innovations.embeddings`)
-    switches the similarity from TF-IDF to dense cosine of its embeddings.
+    ``weights`` and ``max_snippets`` go to :func:`~rootweaver_innovations.packing.pack`;
+    ``embedder`` (optional) switches the similarity the ``submodular`` and ``mmr`` policies
+    use from TF-IDF to the cosine of its sentence embeddings. An unknown policy is a
+    ``ValueError`` on call.
     """
 
+    policy: str = "evidence"
     weights: SubmodularWeights = SubmodularWeights()
     max_snippets: int | None = None
     embedder: Embedder | None = None
-    policy: str = "submodular"
 
-    def __call__(
-        self, context: str, *, max_chars: int, question: str = "", open_terms: Sequence[str] = ()
-    ) -> CompactionResult:
-        """Compact ``context`` to at most ``max_chars`` characters (``ValueError`` if < 1)."""
-        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
-            raise ValueError(f"max_chars must be a positive int, got {max_chars!r}")
-        lines = context.split("\n")
-        dropped: list[DroppedLine] = []
-        positions: list[int] = []
-        header_of: dict[int, int] = {}
-        current = -1
+    @property
+    def name(self) -> str:
+        return self.policy
+
+    def __call__(self, request: CompactionRequest) -> CompactionResult:
+        layout = render_context(request.facts, request.hop_queries)
+        lines = layout.text.split("\n")  # only to report each dropped line's text by position
+        cands = fact_candidates(request.question, request.facts)
+        nonblank = [i for i, f in enumerate(request.facts) if f.sentence.strip()]  # as fact_candidates skips
+        line_of = {c.id: layout.fact_lines[i] for c, i in zip(cands, nonblank)}
+        similarity = dense_similarity(self.embedder.encode([c.text for c in cands])) if self.embedder and cands else None
+        res = pack(self.policy, cands, request.question, request.budget, similarity=similarity,
+                   weights=self.weights, max_snippets=self.max_snippets)
+        facts_at = {line: f for f, line in zip(request.facts, layout.fact_lines)}
+        kept_lines = sorted(line_of[p.candidate.id] for p in res.packet)
+        step = {line_of[p.candidate.id]: p.step for p in res.packet}
+        covered = set(kept_lines)
+        dropped = [DroppedLine(line_of[o.candidate.id], o.candidate.text, o.reason) for o in res.omissions]
+        covered.update(d.position for d in dropped)
         for i, line in enumerate(lines):
-            if is_header(line):
-                current = i
-            elif not line.strip():
-                dropped.append(DroppedLine(i, line, REASON_BLANK))
-            else:
-                positions.append(i)
-                if current >= 0:
-                    header_of[i] = current
-        texts = [lines[i] for i in positions]
-        relevance = tfidf_relevance(" ".join([question, *open_terms]), texts)
-        candidates = []
-        for k, i in enumerate(positions):
-            fact = parse_fact(lines[i])
-            doc = fact[0] if fact is not None else f"#{i}"
-            candidates.append(Candidate(f"L{i}", doc, lines[i], i, float(relevance[k])))
-        headers = {f"L{i}": Header(h, lines[h]) for i, h in header_of.items()}
-        similarity = dense_similarity(self.embedder.encode(texts)) if self.embedder and texts else None
-        res = pack(
-            self.policy,
-            candidates,
-            " ".join([question, *open_terms]),
-            Budget.chars(max_chars),
-            similarity=similarity,
-            weights=self.weights,
-            max_snippets=self.max_snippets,
-            headers=headers,
-        )
-
-        band: dict[int, int] = {}
-        for p in res.packet:
-            band[p.candidate.position] = p.step
-            h = header_of.get(p.candidate.position)
-            if h is not None:
-                band[h] = min(band.get(h, p.step), p.step)
-        dropped.extend(DroppedLine(o.candidate.position, o.candidate.text, o.reason) for o in res.omissions)
-        dropped.extend(
-            DroppedLine(i, line, REASON_ORPHAN_HEADER)
-            for i, line in enumerate(lines)
-            if is_header(line) and i not in band
-        )
+            if i not in covered:
+                reason = REASON_HOP_HEADER if i in layout.header_lines else REASON_BLANK
+                dropped.append(DroppedLine(i, line, reason))
         return CompactionResult(
             text=res.text,
-            kept=tuple(KeptLine(i, lines[i], band[i]) for i in sorted(band)),
-            dropped=tuple(sorted(dropped, key=lambda d: d.position)),
-            max_chars=max_chars,
-            input_chars=len(context),
+            kept=tuple(KeptLine(i, lines[i], step[i]) for i in kept_lines),
+            dropped=tuple(sorted(dropped)),
+            limit=request.budget.limit,
+            input_chars=len(layout.text),
             strategy=self.policy,
+            unit=request.budget.unit,
+            used=res.used,
+            kept_facts=tuple(facts_at[i] for i in kept_lines),
         )
+

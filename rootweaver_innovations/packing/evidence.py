@@ -9,11 +9,11 @@ Per-token gains make it worse by favouring short, low-information sentences.
 This policy uses two fixed linear models over what every policy sees (texts, titles,
 relevance, document order, the question), never a label, then packs by an exact programme:
 
-1. **Documents** (:func:`document_features`, :data:`DOCUMENT_WEIGHTS`): ``q_d``, a logistic
+1. **Documents** (:func:`document_features`, the model file's ``document`` section): ``q_d``, a logistic
    model of "document ``d`` is needed evidence", from its retrieval rank, relevance, title
    links (its title is named by another document, it names another's title, *second-order*
    links through a document whose title the question names) and the question's words.
-2. **Sentences** (:func:`evidence_features`, :data:`EVIDENCE_WEIGHTS`): ``p_i``, the share of
+2. **Sentences** (:func:`evidence_features`, the model file's ``sentence`` section): ``p_i``, the share of
    "this sentence holds the answer" among the problem's candidates (a softmax, so the ``p``
    of a problem sum to 1), from relevance, lead / second sentence of its document (a
    Wikipedia paragraph's first sentence names its entity), answer-type cues (years for
@@ -28,21 +28,28 @@ relevance, document order, the question), never a label, then packs by an exact 
    The chosen sentences are taken best first, then leftover budget is filled by ``p``
    with any candidate that fits and whose ``p`` exceeds the price.
 
-Both models were fitted once, on the even-indexed half of the HotpotQA dev questions with
-BM25 and dense retrieval (``scripts/fit_evidence_weights.py`` is the record; see
-``docs/packing_results.md``); their weights are constants here. The title of a candidate
-is its ``source`` when set, else its ``doc_id`` (the synthesis compactor uses titles as
-document ids). Ties break by input order, so the policy is deterministic. When every
-candidate fits (within the snippet cap) it takes them all, so packing its own output is a
-no-op.
+Both models are fitted state: weights by feature name, the packing parameters and their
+provenance live in ``rootweaver_innovations/data/evidence_model.json``, written by
+``scripts/fit_evidence_weights.py`` and read by one :class:`EvidenceModel` object. Features
+are computed by name and matched to the file's names, never by position. Features that look
+at wording read a candidate's ``content`` (its bare sentence), its title is its ``source``
+when set, else its ``doc_id``. Ties break by input order, so the policy is deterministic.
+When every candidate fits (within the snippet cap) it takes them all, so packing its own
+output is a no-op.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
 from itertools import combinations
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -50,9 +57,7 @@ from ..compaction import STOP_WORDS
 from .policies import PackingProblem, Selection, register_policy
 
 __all__ = [
-    "DOCUMENT_BIAS",
-    "DOCUMENT_WEIGHTS",
-    "EVIDENCE_WEIGHTS",
+    "EvidenceModel",
     "EvidenceParams",
     "answer_likelihood",
     "document_features",
@@ -61,69 +66,6 @@ __all__ = [
     "evidence_policy",
 ]
 
-DOCUMENT_WEIGHTS: tuple[tuple[str, float], ...] = (
-    ("rank_1", -0.989),  # retrieval rank 1 (0-based; rank 0 is the base)
-    ("rank_2", -1.679),
-    ("rank_3", -2.111),
-    ("rank_4+", -2.292),
-    ("best_relevance", 1.676),  # its best sentence's relevance / the problem's best
-    ("relevance_mass", 1.534),  # its share of the problem's total relevance
-    ("lead_relevance", 0.147),  # its first sentence's relevance / the problem's best
-    ("named_by_other", 2.461),  # its title occurs in another document's sentence
-    ("names_other", 1.217),  # one of its sentences names another document's title
-    ("title_in_question", 4.788),
-    ("title_word_overlap", -0.031),  # share of its title's words that are question words
-    ("question_capitals", 0.023),  # share of the question's capitalised words it contains
-    ("named_by_other_x_title_in_question", -4.264),
-    ("names_other_x_title_in_question", -1.120),
-    ("named_by_question_document", 0.856),  # named by a document whose title the question names
-    ("names_question_document", -2.412),  # names the title of a document the question names
-)
-DOCUMENT_BIAS = -2.180
-
-EVIDENCE_WEIGHTS: tuple[tuple[str, float], ...] = (
-    ("relevance", 2.767),  # relevance / max relevance
-    ("relevance_rank", -0.768),  # 1 / (1 + rank by relevance)
-    ("doc_best", 0.307),  # the best-scored sentence of its document
-    ("lead", 0.902),  # first sentence of its document
-    ("second", 0.268),  # second sentence of its document
-    ("doc_rank_1", 0.158),  # document retrieval rank 1 (0-based; rank 0 is the base)
-    ("doc_rank_2", 0.121),
-    ("doc_rank_3", 0.220),
-    ("doc_rank_4+", 0.433),
-    ("query_coverage", 0.861),  # share of query content terms in the sentence
-    ("year_cue", 3.194),  # a when/what-year question and a year in the sentence
-    ("number_cue", 2.938),  # a how-many/much/long/old question and a digit in the sentence
-    ("new_capitals", 0.921),  # capitalised words absent from the question (after the 1st word), /5 capped
-    ("bridge_out", 0.458),  # names another candidate document's title
-    ("bridge_in", 0.358),  # its document's title is named by another document's sentence
-    ("title_in_question", 0.139),  # its document's title occurs in the question
-    ("log_cost", -0.083),  # log of the ledger cost
-    ("pronoun_start", 0.051),  # starts with He/She/It/They/His/Her/Its/Their/This/These
-    ("doc_mass", -2.663),  # its document's share of the total relevance
-    ("new_number", 0.030),  # a number absent from the question
-    ("question_capitals", -1.515),  # share of the question's capitalised words it contains
-    ("who_new_capitals", 0.477),  # new_capitals on a who-question
-    ("where_new_capitals", 1.226),  # new_capitals on a where/which-city/country question
-    ("lead_of_top_doc", -0.069),  # lead sentence of the top-ranked document
-    ("relevance_x_lead", -0.803),
-    ("comparison_option", 3.201),  # question_capitals on an either/or or "both" question
-    ("bridge_in_lead", -0.195),  # bridge_in and lead
-    ("any_year", 0.085),  # a year in the sentence
-    ("starts_with_title", -0.121),  # begins with its document's title (first 20 characters)
-    ("born_on_who", 0.622),  # a birth bracket ("(born", "(1909 – 1992)") on a who-question
-    ("head_words", 0.706),  # share of the question's first content words (words 2-6) it contains
-    ("born", -0.022),
-    ("doc_evidence", 1.305),  # q_d of its document
-    ("doc_top_two", 0.991),  # its document is among the two with the highest q_d
-    ("lead_x_doc_evidence", 0.648),
-    ("lead_x_doc_evidence_title_not_in_question", -0.116),
-    ("starts_with_title_x_doc_evidence_title_not_in_question", 0.511),
-    ("doc_evidence_title_not_in_question", 1.671),
-    ("head_words_x_doc_evidence", -0.772),
-    ("lead_title_not_in_question_on_which_who", 0.476),  # a which/what/who question's entity lead
-)
-
 _YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})\b")
 _NUMBER = re.compile(r"\d+")
 _CAPITAL = re.compile(r"\b[A-Z][\w'\-]*")
@@ -131,8 +73,8 @@ _PRONOUN = re.compile(r"^(?:He|She|It|They|His|Her|Its|Their|This|These)\b")
 _PAREN = re.compile(r"\s*\(.*\)$")
 _WORD = re.compile(r"\w+")
 _Q_CLIP = 1e-4  # q_d is kept in [1e-4, 1 - 1e-4] so that -log(1 - q_d) stays finite
-_DOC_W = np.array([w for _name, w in DOCUMENT_WEIGHTS])
-_SENT_W = np.array([w for _name, w in EVIDENCE_WEIGHTS])
+MODEL_FILE = "evidence_model.json"
+MODEL_FORMAT = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,26 +121,25 @@ def _question_kind(question: str) -> tuple[bool, bool, bool, bool, bool, bool]:
     return when, how_many, who, where, comparison, which
 
 
-_PARSED: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool, bool, bool]] = {}
-_PARSED_MAX = 65536
+_PARSE_CACHEABLE = 1000  # chars: longer texts are parsed every time, so the memo stays small
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse_cached(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool, bool]:
+    return (
+        tuple(w.lower() for w in _CAPITAL.findall(text)),
+        tuple(_NUMBER.findall(text)),
+        _YEAR.search(text) is not None,
+        _PRONOUN.match(text) is not None,
+        "(born" in text or (" – " in text[:120] and "(" in text[:80]),
+    )
 
 
 def _parse(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool, bool]:
-    """Question-independent parse of a text, memoised (bounded) like the token counts:
-    ``(lowercased capitalised words, numbers, has a year, starts with a pronoun, birth bracket)``."""
-    hit = _PARSED.get(text)
-    if hit is None:
-        hit = (
-            tuple(w.lower() for w in _CAPITAL.findall(text)),
-            tuple(_NUMBER.findall(text)),
-            _YEAR.search(text) is not None,
-            _PRONOUN.match(text) is not None,
-            "(born" in text or (" – " in text[:120] and "(" in text[:80]),
-        )
-        if len(_PARSED) >= _PARSED_MAX:
-            _PARSED.clear()
-        _PARSED[text] = hit
-    return hit
+    """Question-independent parse of a sentence: ``(lowercased capitalised words, numbers, has a
+    year, starts with a pronoun, birth bracket)``. Memoised for texts up to 1,000 chars, at most
+    8,192 of them (so at most about 8 MB however long a server runs)."""
+    return _parse_cached(text) if len(text) <= _PARSE_CACHEABLE else _parse_cached.__wrapped__(text)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -250,7 +191,7 @@ def _structure(problem: PackingProblem) -> _Structure:
         if d not in seen:
             seen.add(d)
             titles[d] = _PAREN.sub("", c.source if c.source is not None else c.doc_id).lower()
-    lowered = [c.text.lower() for c in cands]  # lowercasing may change lengths: offsets from these
+    lowered = [c.content.lower() for c in cands]  # lowercasing may change lengths: offsets from these
     joined = "\n".join(lowered)
     ends, end = [], 0
     for t in lowered:
@@ -272,7 +213,7 @@ def _structure(problem: PackingProblem) -> _Structure:
                       title_in_q)
 
 
-def _document_features(problem: PackingProblem, s: _Structure) -> np.ndarray:
+def _document_features(problem: PackingProblem, s: _Structure) -> dict[str, np.ndarray]:
     doc = problem.doc_index
     n_doc = len(s.titles)
     rank = np.zeros(n_doc, dtype=np.int64)
@@ -295,21 +236,27 @@ def _document_features(problem: PackingProblem, s: _Structure) -> np.ndarray:
     for low, d in zip(s.lowered, doc.tolist()):
         doc_lines[d].append(low)
     caps = np.array([sum(c in text for c in q_caps) / max(1, len(q_caps)) for text in map("\n".join, doc_lines)])
-    return np.column_stack([
-        rank == 1, rank == 2, rank == 3, rank >= 4, s.doc_best, s.doc_share, lead_rel, named_by, names, tq, overlap, caps,
-        named_by & tq, names & tq, named_by_q, names_q,
-    ]).astype(np.float64)
+    return {
+        "rank_1": rank == 1,  # retrieval rank (0-based; rank 0 is the base)
+        "rank_2": rank == 2,
+        "rank_3": rank == 3,
+        "rank_4+": rank >= 4,
+        "best_relevance": s.doc_best,  # its best sentence's relevance / the problem's best
+        "relevance_mass": s.doc_share,  # its share of the problem's total relevance
+        "lead_relevance": lead_rel,  # its first sentence's relevance / the problem's best
+        "named_by_other": named_by,  # its title occurs in another document's sentence
+        "names_other": names,  # one of its sentences names another document's title
+        "title_in_question": tq,
+        "title_word_overlap": overlap,  # share of its title's words that are question words
+        "question_capitals": caps,  # share of the question's capitalised words it contains
+        "named_by_other_x_title_in_question": named_by & tq,
+        "names_other_x_title_in_question": names & tq,
+        "named_by_question_document": named_by_q,  # named by a document whose title the question names
+        "names_question_document": names_q,  # names the title of a document the question names
+    }
 
 
-def _document_likelihood(
-    features: np.ndarray, weights: np.ndarray = _DOC_W, bias: float = DOCUMENT_BIAS
-) -> np.ndarray:
-    """``q_d`` from document features: the logistic model (shipped weights by default), clipped."""
-    z = features @ weights + bias
-    return np.clip(1.0 / (1.0 + np.exp(-z)), _Q_CLIP, 1.0 - _Q_CLIP)
-
-
-def _sentence_features(problem: PackingProblem, s: _Structure, q: np.ndarray) -> np.ndarray:
+def _sentence_features(problem: PackingProblem, s: _Structure, q: np.ndarray) -> dict[str, np.ndarray]:
     cands, doc = problem.candidates, problem.doc_index
     n = len(cands)
     n_doc = len(s.titles)
@@ -325,7 +272,7 @@ def _sentence_features(problem: PackingProblem, s: _Structure, q: np.ndarray) ->
     q_capitals = {w.lower() for w in _CAPITAL.findall(question)[1:]}
     head = [w for w in _WORD.findall(q_low)[1:6] if w not in STOP_WORDS]
     rows = []
-    for text, low, d in zip((c.text for c in cands), s.lowered, doc.tolist()):
+    for text, low, d in zip((c.content for c in cands), s.lowered, doc.tolist()):
         caps, numbers, year, pronoun, born = _parse(text)
         title = s.titles[d]
         rows.append((
@@ -345,40 +292,58 @@ def _sentence_features(problem: PackingProblem, s: _Structure, q: np.ndarray) ->
     top_two[np.argsort(-q, kind="stable")[:2]] = 1.0
     not_in_q = 1.0 - s.title_in_q[doc]
     doc_rank = s.doc_rank
-    return np.column_stack([
-        s.rel, 1.0 / (1.0 + rank), s.rel >= s.doc_best[doc], lead, s.in_doc == 1,
-        doc_rank == 1, doc_rank == 2, doc_rank == 3, doc_rank >= 4, coverage,
-        has_year * when, digit * how_many, new_caps, s.bridge_out, bridge_in, s.title_in_q[doc],
-        np.log(np.maximum(problem.knapsack.item, 1)), pronoun, s.doc_share[doc], new_number, q_caps, new_caps * who,
-        new_caps * where, lead * (doc_rank == 0), s.rel * lead, q_caps * comparison, bridge_in * lead, has_year,
-        starts_title, born * who, head_words, born, q_doc, top_two[doc], lead * q_doc, lead * q_doc * not_in_q,
-        starts_title * q_doc * not_in_q, q_doc * not_in_q, head_words * q_doc, lead * not_in_q * (which or who),
-    ]).astype(np.float64)
+    wh = float(which or who)
+    return {
+        "relevance": s.rel,  # relevance / max relevance
+        "relevance_rank": 1.0 / (1.0 + rank),  # rank by relevance
+        "doc_best": s.rel >= s.doc_best[doc],  # the best-scored sentence of its document
+        "lead": lead,  # first sentence of its document
+        "second": s.in_doc == 1,
+        "doc_rank_1": doc_rank == 1,  # document retrieval rank (0-based; rank 0 is the base)
+        "doc_rank_2": doc_rank == 2,
+        "doc_rank_3": doc_rank == 3,
+        "doc_rank_4+": doc_rank >= 4,
+        "query_coverage": coverage,  # share of query content terms in the sentence
+        "year_cue": has_year * when,  # a when/what-year question and a year in the sentence
+        "number_cue": digit * how_many,  # a how-many/much/long/old question and a digit in the sentence
+        "new_capitals": new_caps,  # capitalised words absent from the question (after the 1st word), /5 capped
+        "bridge_out": s.bridge_out,  # names another candidate document's title
+        "bridge_in": bridge_in,  # its document's title is named by another document's sentence
+        "title_in_question": s.title_in_q[doc],
+        "log_cost": np.log(np.maximum(problem.knapsack.item, 1)),  # log of the ledger cost
+        "pronoun_start": pronoun,  # starts with He/She/It/They/His/Her/Its/Their/This/These
+        "doc_mass": s.doc_share[doc],  # its document's share of the total relevance
+        "new_number": new_number,  # a number absent from the question
+        "question_capitals": q_caps,  # share of the question's capitalised words it contains
+        "who_new_capitals": new_caps * who,
+        "where_new_capitals": new_caps * where,  # on a where/which-city/country question
+        "lead_of_top_doc": lead * (doc_rank == 0),
+        "relevance_x_lead": s.rel * lead,
+        "comparison_option": q_caps * comparison,  # question_capitals on an either/or or "both" question
+        "bridge_in_lead": bridge_in * lead,
+        "any_year": has_year,
+        "starts_with_title": starts_title,  # begins with its document's title (first 20 characters)
+        "born_on_who": born * who,  # a birth bracket ("(born", "(1909 – 1992)") on a who-question
+        "head_words": head_words,  # share of the question's first content words (words 2-6) it contains
+        "born": born,
+        "doc_evidence": q_doc,  # q_d of its document
+        "doc_top_two": top_two[doc],  # its document is among the two with the highest q_d
+        "lead_x_doc_evidence": lead * q_doc,
+        "lead_x_doc_evidence_title_not_in_question": lead * q_doc * not_in_q,
+        "starts_with_title_x_doc_evidence_title_not_in_question": starts_title * q_doc * not_in_q,
+        "doc_evidence_title_not_in_question": q_doc * not_in_q,
+        "head_words_x_doc_evidence": head_words * q_doc,
+        "lead_title_not_in_question_on_which_who": lead * not_in_q * wh,  # a which/what/who question's entity lead
+    }
 
 
-def document_features(problem: PackingProblem) -> np.ndarray:
-    """The ``(n_doc, len(DOCUMENT_WEIGHTS))`` matrix of the problem's documents (``doc_index`` order)."""
-    if not problem.candidates:
-        return np.zeros((0, len(DOCUMENT_WEIGHTS)))
-    return _document_features(problem, _structure(problem))
-
-
-def document_likelihood(problem: PackingProblem) -> np.ndarray:
-    """Each document's modelled probability of being needed evidence, in ``[1e-4, 1 - 1e-4]``."""
-    return _document_likelihood(document_features(problem))
-
-
-def evidence_features(problem: PackingProblem, doc_likelihood: np.ndarray | None = None) -> np.ndarray:
-    """The ``(n, len(EVIDENCE_WEIGHTS))`` matrix of the problem's candidates (columns in that order).
-
-    ``doc_likelihood`` (per document, ``doc_index`` order) defaults to the shipped
-    :func:`document_likelihood`; the fitting script passes its own.
-    """
-    if not problem.candidates:
-        return np.zeros((0, len(EVIDENCE_WEIGHTS)))
-    s = _structure(problem)
-    q = _document_likelihood(_document_features(problem, s)) if doc_likelihood is None else doc_likelihood
-    return _sentence_features(problem, s, q)
+def _matrix(columns: Mapping[str, Any], names: tuple[str, ...], rows: int) -> np.ndarray:
+    """Stack named feature columns in ``names`` order (``ValueError`` naming any missing feature)."""
+    missing = [n for n in names if n not in columns]
+    if missing:
+        raise ValueError(f"evidence model names features the code does not compute: {missing}")
+    return np.column_stack([np.broadcast_to(np.asarray(columns[n], dtype=np.float64), (rows,)) for n in names]) \
+        if names else np.zeros((rows, 0))
 
 
 def _softmax(z: np.ndarray) -> np.ndarray:
@@ -386,18 +351,129 @@ def _softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum()
 
 
-def _likelihoods(problem: PackingProblem) -> tuple[np.ndarray, np.ndarray]:
-    """``(p, q)``: per-candidate answer shares and per-document evidence likelihoods."""
+@dataclass(frozen=True, slots=True, eq=False)
+class EvidenceModel:
+    """The two fitted models and the packing parameters, as read from one model file.
+
+    ``document_weights`` / ``sentence_weights`` map feature names to weights (a name this
+    module does not compute is a ``ValueError`` when the model is used); ``document_bias`` is the logistic intercept;
+    ``provenance`` says what data, rows, command and date produced the weights. Build it with
+    :meth:`load` (a JSON file; the shipped one by default) or directly for experiments.
+    """
+
+    document_weights: Mapping[str, float]
+    document_bias: float
+    sentence_weights: Mapping[str, float]
+    params: EvidenceParams = EvidenceParams()
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for section in ("document_weights", "sentence_weights"):
+            table = getattr(self, section)
+            bad = [k for k, v in table.items() if not isinstance(v, (int, float)) or not np.isfinite(v)]
+            if bad:
+                raise ValueError(f"evidence model {section}: non-finite or non-numeric weights for {bad}")
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> EvidenceModel:
+        """Read a model file (format 1); ``None``: the shipped ``data/evidence_model.json``.
+
+        Raises ``ValueError`` naming the file and the problem for a missing file, bad JSON,
+        another format version or a missing key.
+        """
+        if path is None:
+            return _shipped_model()
+        where = str(path)
+        try:
+            raw = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{where}: cannot read the evidence model ({exc})") from None
+        return cls.from_mapping(raw, source=where)
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any], *, source: str = "<mapping>") -> EvidenceModel:
+        """Build from the decoded JSON of a model file (see :meth:`load`)."""
+        try:
+            if raw["format"] != MODEL_FORMAT:
+                raise ValueError(f"format {raw['format']!r}, expected {MODEL_FORMAT}")
+            return cls(
+                document_weights=dict(raw["document"]["weights"]),
+                document_bias=float(raw["document"]["bias"]),
+                sentence_weights=dict(raw["sentence"]["weights"]),
+                params=EvidenceParams(**raw.get("params", {})),
+                provenance=dict(raw.get("provenance", {})),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"{source}: not an evidence model file ({exc})") from None
+
+    def to_mapping(self) -> dict[str, Any]:
+        """The JSON-ready form :meth:`from_mapping` reads."""
+        p = self.params
+        return {
+            "format": MODEL_FORMAT,
+            "provenance": dict(self.provenance),
+            "params": {"coverage": p.coverage, "price": p.price, "options_per_doc": p.options_per_doc,
+                       "max_per_doc": p.max_per_doc},
+            "document": {"bias": self.document_bias, "weights": dict(self.document_weights)},
+            "sentence": {"weights": dict(self.sentence_weights)},
+        }
+
+    def document_likelihood(self, columns: Mapping[str, Any], n_doc: int) -> np.ndarray:
+        """``q_d`` from named document features, clipped to ``[1e-4, 1 - 1e-4]``."""
+        names = tuple(self.document_weights)
+        z = _matrix(columns, names, n_doc) @ np.array([self.document_weights[n] for n in names]) + self.document_bias
+        return np.clip(1.0 / (1.0 + np.exp(-z)), _Q_CLIP, 1.0 - _Q_CLIP)
+
+    def answer_shares(self, columns: Mapping[str, Any], n: int) -> np.ndarray:
+        """``p_i`` from named sentence features: a softmax over the problem's candidates."""
+        names = tuple(self.sentence_weights)
+        return _softmax(_matrix(columns, names, n) @ np.array([self.sentence_weights[k] for k in names]))
+
+    def likelihoods(self, problem: PackingProblem) -> tuple[np.ndarray, np.ndarray]:
+        """``(p, q)``: per-candidate answer shares and per-document evidence likelihoods."""
+        s = _structure(problem)
+        q = self.document_likelihood(_document_features(problem, s), len(s.titles))
+        return self.answer_shares(_sentence_features(problem, s, q), len(problem.candidates)), q
+
+
+@functools.cache
+def _shipped_model() -> EvidenceModel:
+    ref = resources.files("rootweaver_innovations") / "data" / MODEL_FILE
+    with resources.as_file(ref) as path:
+        return EvidenceModel.load(path)
+
+
+def document_features(problem: PackingProblem) -> dict[str, np.ndarray]:
+    """The problem's document features by name, each a column over its documents (``doc_index`` order)."""
+    if not problem.candidates:
+        return {}
+    return _document_features(problem, _structure(problem))
+
+
+def document_likelihood(problem: PackingProblem, model: EvidenceModel | None = None) -> np.ndarray:
+    """Each document's modelled probability of being needed evidence (the shipped model by default)."""
+    if not problem.candidates:
+        return np.zeros(0)
     s = _structure(problem)
-    q = _document_likelihood(_document_features(problem, s))
-    return _softmax(_sentence_features(problem, s, q) @ _SENT_W), q
+    return (model or _shipped_model()).document_likelihood(_document_features(problem, s), len(s.titles))
 
 
-def answer_likelihood(problem: PackingProblem) -> np.ndarray:
+def evidence_features(problem: PackingProblem, doc_likelihood: np.ndarray) -> dict[str, np.ndarray]:
+    """The problem's sentence features by name, each a column over its candidates.
+
+    ``doc_likelihood`` is ``q_d`` per document (``doc_index`` order), from a model's
+    :meth:`EvidenceModel.document_likelihood` (the fitting script passes its own).
+    """
+    if not problem.candidates:
+        return {}
+    return _sentence_features(problem, _structure(problem), doc_likelihood)
+
+
+def answer_likelihood(problem: PackingProblem, model: EvidenceModel | None = None) -> np.ndarray:
     """Each candidate's modelled share of "holds the answer" (non-negative, sums to 1)."""
     if not problem.candidates:
         return np.zeros(0)
-    return _likelihoods(problem)[0]
+    return (model or _shipped_model()).likelihoods(problem)[0]
 
 
 def _options(members: list[int], cost: list[int], params: EvidenceParams) -> list[int]:
@@ -453,14 +529,19 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     return chosen
 
 
-def evidence_policy(problem: PackingProblem, params: EvidenceParams = EvidenceParams()) -> Selection:
-    """Pack ``problem`` (see the module docstring); gains are the answer shares ``p``."""
+def evidence_policy(problem: PackingProblem, model: EvidenceModel | None = None) -> Selection:
+    """Pack ``problem`` (see the module docstring) with ``model`` (the shipped one by default).
+
+    Gains are the answer shares ``p``.
+    """
+    model = model or _shipped_model()
+    params = model.params
     knap = problem.knapsack
     knap.reset()
     n = len(problem.candidates)
     if n == 0:
         return Selection((), ())
-    p, q = _likelihoods(problem)
+    p, q = model.likelihoods(problem)
     if n <= problem.cap and int(knap.item.sum() + knap.group_cost.sum()) <= knap.capacity:
         return Selection(tuple(range(n)), tuple(float(x) for x in p))
     by_score = np.lexsort((np.arange(n), -p))

@@ -1,7 +1,7 @@
 """Packing policies on identical candidates, a registry for them, and :func:`pack`.
 
 Every policy sees the same :class:`PackingProblem`: the eligible candidates left by the
-selection contract (:func:`rootweaver_innovations.selection.screen`) in rank order, their
+selection contract (:func:`rootweaver_innovations.packing.selection.screen`) in rank order, their
 similarity, the query-term incidence, the shared objective and the cost ledger. None sees
 an evaluation label. Every policy honours the budget through the ledger (skip what does
 not fit, keep trying smaller ones) and the snippet cap.
@@ -21,12 +21,13 @@ New policies join with :func:`register_policy`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..selection import PackResult, Packed, account, screen
+from .selection import PackResult, Packed, account, screen
 from .budget import Budget, Knapsack
 from .candidates import Candidate, Header
 from .greedy import lazy_greedy
@@ -46,19 +47,43 @@ __all__ = [
 MMR_LAMBDA = 0.7
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, eq=False)
 class PackingProblem:
-    """What a policy sees. ``knapsack`` is the run's (mutable) cost ledger, reset by the policy."""
+    """What a policy sees. ``knapsack`` is the run's (mutable) cost ledger, reset by the policy.
+
+    ``similarity`` and ``objective`` are built on first use only (the policies that never
+    read them, such as ``naive``, ``focused`` and ``evidence``, do not pay for them);
+    ``given_similarity`` is a precomputed one over ``candidates`` (``None``: TF-IDF cosine).
+    """
 
     candidates: tuple[Candidate, ...]
     query: str
     relevance: np.ndarray
     doc_index: np.ndarray
-    similarity: np.ndarray
     incidence: np.ndarray
-    objective: SubmodularObjective
     knapsack: Knapsack
     max_snippets: int | None
+    weights: SubmodularWeights = SubmodularWeights()
+    given_similarity: Similarity | None = None
+
+    @functools.cached_property
+    def similarity_record(self) -> Similarity:
+        if self.given_similarity is not None:
+            return self.given_similarity
+        return tfidf_similarity([c.text for c in self.candidates])
+
+    @property
+    def similarity(self) -> np.ndarray:
+        return self.similarity_record.matrix
+
+    @functools.cached_property
+    def objective(self) -> SubmodularObjective:
+        return SubmodularObjective(self.relevance, self.incidence, self.similarity, self.doc_index, self.weights)
+
+    @property
+    def built_objective(self) -> bool:
+        """Whether a policy has read the objective (so F of the packet is meaningful)."""
+        return "objective" in self.__dict__
 
     @property
     def cap(self) -> int:
@@ -199,7 +224,7 @@ def pack(
     count of the rendered text is checked and, should a tokenizer ever count a join as
     more than its parts, the last picks are dropped (recorded as ``budget``) until it fits.
     Raises ``ValueError`` for an unknown policy or bad arguments, and
-    :class:`~rootweaver_innovations.selection.ConflictingCandidateError` for one id with
+    :class:`~rootweaver_innovations.packing.selection.ConflictingCandidateError` for one id with
     two contents.
     """
     if policy not in POLICIES:
@@ -219,7 +244,6 @@ def pack(
     screened = screen(candidates)
     eligible = screened.eligible
     texts = [c.text for c in eligible]
-    sim = similarity.subset(screened.indices) if similarity is not None else tfidf_similarity(texts)
     _terms, incidence = query_incidence(query, texts)
     docs: dict[str, int] = {}
     doc_index = np.array([docs.setdefault(c.doc_id, len(docs)) for c in eligible], dtype=np.int64)
@@ -230,11 +254,11 @@ def pack(
         query=query,
         relevance=relevance,
         doc_index=doc_index,
-        similarity=sim.matrix,
         incidence=incidence,
-        objective=SubmodularObjective(relevance, incidence, sim.matrix, doc_index, weights),
         knapsack=Knapsack(budget, texts, header_list),
         max_snippets=max_snippets,
+        weights=weights,
+        given_similarity=similarity.subset(screened.indices) if similarity is not None else None,
     )
     chosen = POLICIES[policy](problem)
     order, gains = list(chosen.order), list(chosen.gains)
@@ -271,10 +295,9 @@ def pack(
         used=used,
         chars=len(text),
         tokens=used if budget.unit == "tokens" else None,
-        objective=problem.objective.evaluate(order),
-        similarity=sim.kind,
+        objective=problem.objective.evaluate(order) if problem.built_objective else None,
+        similarity=problem.similarity_record.kind if "similarity_record" in problem.__dict__ else None,
         fallback=chosen.fallback,
     )
 
 
-from . import evidence as _evidence  # noqa: E402,F401  (registers the "evidence" policy; it imports this module)

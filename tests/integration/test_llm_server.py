@@ -31,7 +31,9 @@ from rootweaver_capabilities.llm import (
 from rootweaver_capabilities.prompts import answer_only_messages
 from rootweaver_innovations.demo import demo_passages, load_questions
 from rootweaver_innovations.multihop import MultiHopRAG
+from rootweaver_innovations.packing import Budget
 from rootweaver_innovations.retrieval import BM25Retriever
+from rootweaver_innovations.strategies import make_compactor
 
 BASE_URL = os.environ.get("LLM_BASE_URL", "")
 REPO = Path(__file__).resolve().parents[2]
@@ -79,7 +81,7 @@ def test_question_answered_through_multihop_and_the_server(rag_parts):
     assert isinstance(client.token_counter, LlamaCppServerCounter)  # the server's own tokenizer
     for mode in ("answer", "evidence"):
         synth = LLMSynthesizer(client, mode=mode, temperature=0.0, seed=0)
-        rag = MultiHopRAG(retriever, synthesizer=synth, compaction_enabled=True, compaction_max_chars=800)
+        rag = MultiHopRAG(retriever, synthesizer=synth, compaction_enabled=True, compaction_budget=Budget.chars(800), compactor=make_compactor("line"))
         result = rag.multi_hop_search(questions[0].question)
         assert synth.last_error is None
         assert result.answer is not None and result.answer.method.startswith(f"llm:{client.model}:{mode}")
@@ -145,7 +147,7 @@ def test_server_killed_mid_run_gives_typed_error_with_packet(own_server, rag_par
     # Run 1: the server is up and answers.
     synth = LLMSynthesizer(client, mode="answer", temperature=0.0, seed=0, max_tokens=32)
     first = MultiHopRAG(retriever, synthesizer=synth, compaction_enabled=True,
-                       compaction_max_chars=800).multi_hop_search(questions[0].question)
+                       compaction_budget=Budget.chars(800), compactor=make_compactor("line")).multi_hop_search(questions[0].question)
     assert first.answer.method.startswith("llm:") and synth.last_error is None
     sleeps.clear()
 

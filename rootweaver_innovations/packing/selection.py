@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .packing.candidates import Candidate, Header, rank_key
+from .candidates import Candidate, Header, rank_key
 
 __all__ = [
     "REASONS",
@@ -112,8 +112,9 @@ class PackResult:
     position order, joined by the budget's separator. ``packet`` is in the same order.
     ``used`` is the real size of ``text`` in ``unit`` (<= ``limit``); ``chars`` its
     length; ``tokens`` its real token count for a token budget (else ``None``).
-    ``objective`` is F(packet) under the submodular objective of the run (whatever the
-    policy), ``similarity`` which similarity fed it (``"tfidf"`` or ``"dense"``),
+    ``objective`` is F(packet) under the submodular objective and ``similarity`` which
+    similarity fed the policy (``"tfidf"`` or ``"dense"``), both ``None`` for a policy that
+    used neither (``naive``, ``focused``, ``evidence``);
     ``fallback`` whether the best-singleton fallback replaced the greedy set.
     """
 
@@ -127,8 +128,8 @@ class PackResult:
     used: int
     chars: int
     tokens: int | None
-    objective: float
-    similarity: str
+    objective: float | None
+    similarity: str | None
     fallback: bool
 
     @property

@@ -1,0 +1,136 @@
+"""The product path's synth context: what each compaction strategy keeps of the loop's facts.
+
+For every question the shipped ``MultiHopRAG`` loop runs over the open pool (every
+paragraph of the question set) with compaction off, then once per strategy and budget with
+compaction on, exactly as ``rootweaver ask`` runs it. Per setting: answer-in-context (AiC)
+of the synth context over non-yes/no questions, gold-paragraph coverage and all-gold of the
+kept facts, synth size in chars and reader tokens, and for the packing strategies the
+packing harness's AiC on the same facts (``pack`` over
+:func:`~rootweaver_innovations.packing.candidates.fact_candidates`), which must match the
+product path (no loss at the seam). Paired bootstrap CIs of AiC and all-gold against
+``off`` and against ``line`` at the same budget. Budgets are token budgets (Qwen2.5) plus
+``half`` (half the off context's median token count) and any char budgets asked for.
+Gold labels only score; they never reach the loop or a compactor.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict
+
+import numpy as np
+
+from rootweaver_innovations.corpus import QARow
+from rootweaver_innovations.diagnostics import answer_in_context, gold_doc_coverage, paired_bootstrap_ci
+from rootweaver_innovations.multihop import MultiHopRAG, MultiHopResult
+from rootweaver_innovations.packing import POLICIES, Budget, default_token_counter, fact_candidates, pack
+from rootweaver_innovations.retrieval import BM25Retriever
+from rootweaver_innovations.strategies import make_compactor, strategy_names
+
+from .datasets import OpenPool, build_open_pool
+from .report import progress
+
+__all__ = ["SYNTH_TOKEN_BUDGETS", "run_synth_eval"]
+
+SYNTH_TOKEN_BUDGETS = (160, "half")
+
+
+def _yes_no(row: QARow) -> bool:
+    return row.answer.strip().lower() in ("yes", "no")
+
+
+def _scores(rows: Sequence[QARow], pool: OpenPool, results: Sequence[MultiHopResult], texts: Sequence[str],
+            kept_ids: Sequence[set[str]]) -> dict[str, list[float]]:
+    aic = [float(answer_in_context(r.answer, t)) for r, t in zip(rows, texts) if not _yes_no(r)]
+    cov, allg = [], []
+    for i, kept in enumerate(kept_ids):
+        if pool.gold[i]:
+            cov.append(gold_doc_coverage(kept, pool.gold[i]))
+            allg.append(float(pool.gold[i] <= kept))
+    return {"aic": aic, "coverage": cov, "all_gold": allg}
+
+
+def run_synth_eval(
+    rows: Sequence[QARow],
+    *,
+    strategies: Sequence[str] | None = None,
+    token_budgets: Sequence[int | str] = SYNTH_TOKEN_BUDGETS,
+    char_budgets: Sequence[int] = (),
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    show_progress: bool = True,
+) -> dict:
+    """Run the product path for ``rows`` (see the module docstring); a JSON-ready report.
+
+    ``strategies`` default to every registered one; ``token_budgets`` are ints or ``"half"``.
+    """
+    strategies = list(strategies or strategy_names())
+    pool = build_open_pool(rows)
+    retriever = BM25Retriever(pool.passages)
+    counter = default_token_counter()
+    off_rag = MultiHopRAG(retriever)
+    offs = [off_rag.multi_hop_search(r.question) for r in progress(rows, "loop(off)", show_progress)]
+    off_tokens = [counter.count(r.full_context) for r in offs]
+    half = max(1, int(statistics.median(off_tokens) // 2))
+    budgets: list[Budget] = [Budget(half if b == "half" else int(b), "tokens") for b in token_budgets]
+    budgets += [Budget(int(b), "chars") for b in char_budgets]
+
+    cells: dict[str, dict] = {}
+    off_scores = _scores(rows, pool, offs, [r.synth_context for r in offs],
+                         [{f.passage_id for f in r.facts} for r in offs])
+    cells["off"] = {"strategy": "off", "unit": None, "limit": None, "scores": off_scores,
+                    "tokens": off_tokens, "chars": [r.context_chars for r in offs]}
+    identical = True
+    seam_gap = 0.0
+    for strategy in strategies:
+        compactor = make_compactor(strategy)
+        for budget in budgets:
+            rag = MultiHopRAG(retriever, compaction_enabled=True, compaction_budget=budget, compactor=compactor)
+            label = f"{strategy}@{budget.limit}{'t' if budget.unit == 'tokens' else 'c'}"
+            results = [rag.multi_hop_search(r.question) for r in progress(rows, label, show_progress)]
+            identical &= all(a.trajectory() == b.trajectory() for a, b in zip(results, offs))
+            kept = [{f.passage_id for f in res.compaction.kept_facts} for res in results]
+            scores = _scores(rows, pool, results, [res.synth_context for res in results], kept)
+            cell = {"strategy": strategy, "unit": budget.unit, "limit": budget.limit, "scores": scores,
+                    "tokens": [counter.count(res.synth_context) for res in results],
+                    "chars": [res.context_chars for res in results]}
+            if strategy in POLICIES:  # the harness: the same policy on the same facts
+                texts = [pack(strategy, fact_candidates(r.question, res.facts), r.question, budget).text
+                         if res.facts else "" for r, res in zip(rows, results)]
+                harness = [float(answer_in_context(r.answer, t)) for r, t in zip(rows, texts) if not _yes_no(r)]
+                cell["harness_aic"] = harness
+                seam_gap = max(seam_gap, abs(float(np.mean(harness)) - float(np.mean(scores["aic"]))))
+            cells[label] = cell
+
+    def ci(a: list[float], b: list[float]) -> dict:
+        return asdict(paired_bootstrap_ci(a, b, n_resamples=n_resamples, seed=seed))
+
+    table = []
+    for label, cell in cells.items():
+        s = cell["scores"]
+        row = {"setting": label, "strategy": cell["strategy"], "unit": cell["unit"], "limit": cell["limit"],
+               "aic": float(np.mean(s["aic"])), "coverage": float(np.mean(s["coverage"])),
+               "all_gold": float(np.mean(s["all_gold"])), "median_tokens": statistics.median(cell["tokens"]),
+               "mean_tokens": float(np.mean(cell["tokens"])), "max_tokens": max(cell["tokens"]),
+               "median_chars": statistics.median(cell["chars"]), "max_chars": max(cell["chars"])}
+        if "harness_aic" in cell:
+            row["harness_aic"] = float(np.mean(cell["harness_aic"]))
+        if label != "off":
+            row["ci_vs_off"] = {m: ci(s[m], off_scores[m]) for m in ("aic", "all_gold")}
+            line = f"line@{cell['limit']}{'t' if cell['unit'] == 'tokens' else 'c'}"
+            if cell["strategy"] != "line" and line in cells:
+                row["ci_vs_line"] = {m: ci(s[m], cells[line]["scores"][m]) for m in ("aic", "all_gold")}
+        table.append(row)
+    return {
+        "n_questions": len(rows),
+        "n_answer_in_context": sum(not _yes_no(r) for r in rows),
+        "pool_passages": len(pool.passages),
+        "mean_passages_loop": float(np.mean([sum(len(h.retrieved_ids) for h in r.hops) for r in offs])),
+        "half_off_median_tokens": half,
+        "trajectories_identical_across_settings": identical,
+        "max_harness_gap": seam_gap,
+        "seed": seed,
+        "n_resamples": n_resamples,
+        "table": table,
+    }

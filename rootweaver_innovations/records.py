@@ -1,0 +1,59 @@
+"""The typed records that flow from retrieval through the loop to compaction.
+
+A :class:`Fact` is one sentence of a retrieved passage with its provenance. Text is rendered
+from facts once, at the edge (:mod:`rootweaver_innovations.context_format`); nothing parses
+a rendered context back into facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .context_format import format_fact
+from .corpus import Passage
+
+__all__ = ["Fact", "facts_from_passages"]
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """One sentence of a retrieved passage.
+
+    ``passage_id`` and ``title`` name the passage, ``sentence`` is its ``sentence_index``-th
+    sentence (0-based) as stored, ``hop`` the 0-based loop iteration that retrieved it,
+    ``sub_query`` the query that hop issued, ``rank`` the passage's 0-based place among the
+    hop's new passages and ``score`` the retriever's score for it.
+    """
+
+    passage_id: str
+    title: str
+    sentence: str
+    sentence_index: int
+    hop: int = 0
+    sub_query: str = ""
+    rank: int = 0
+    score: float = 0.0
+
+    @property
+    def line(self) -> str:
+        """The fact as one context line, ``"<title> | <sentence>"``."""
+        return format_fact(self.title, self.sentence)
+
+
+def facts_from_passages(
+    passages: Sequence[Passage], *, hop: int = 0, sub_query: str = "", scores: Iterable[float] | None = None
+) -> list[Fact]:
+    """Every non-blank sentence of ``passages`` as facts, in passage order then sentence order.
+
+    ``rank`` is the passage's index in ``passages``; ``scores`` (one per passage) default to 0.
+    """
+    score_list = list(scores) if scores is not None else [0.0] * len(passages)
+    if len(score_list) != len(passages):
+        raise ValueError(f"got {len(score_list)} scores for {len(passages)} passages")
+    return [
+        Fact(p.id, p.title, s, j, hop, sub_query, rank, float(score))
+        for rank, (p, score) in enumerate(zip(passages, score_list))
+        for j, s in enumerate(p.sentences)
+        if s.strip()
+    ]
