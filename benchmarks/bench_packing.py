@@ -1,27 +1,17 @@
-"""Median time to pack 100 candidates under a 160-token budget: submodular beside naive.
+"""Median time for each compaction strategy to compact a loop's facts on the product path.
 
-Candidates are the sentences ("<title> | <sentence>") of the BM25 top passages of a
-golden question over the bundled demo corpus, 100 of them, relevance = TF-IDF cosine with
-the question. Embeddings are computed once before timing (MiniLM when the ``dense`` extra
-is installed, else seeded random unit vectors: the packer's cost does not depend on the
-values). Token counts are warmed once (the Qwen2.5 counter memoises per text); the cold
-first call, tokenisation included, is reported separately. Every policy is timed in the
-same run, interleaved, on identical inputs; each timed call is a full ``pack`` (selection
-contract, similarity from embeddings, objective set-up, policy, record).
+The facts are the sentences of the BM25-ranked demo passages for a golden question, cut to
+100, handed to each registered strategy exactly as ``MultiHopRAG`` hands them (a
+``CompactionRequest`` with a 160-token budget, counted by the reader's Qwen2.5 tokenizer):
+candidates built by ``fact_candidates``, BM25 relevance, the policy, the rendered synth
+context and the record. The baseline is the ``naive`` policy behind the same compactor
+(the set-up every strategy pays plus the cheapest policy), timed in the same run, interleaved.
 
-Two clocks per call: wall time (``perf_counter``) and the process's CPU time
-(``process_time``). On a machine shared with other work the wall clock also counts the time
-the process waits for a core (a call that crosses a scheduler slice waits for the other
-runnable tasks), so the CPU-time median is the packer's own cost and the wall median is what
-a caller saw on this machine at this load; both are printed, with the load average.
+Two clocks per call: CPU time of the process (the compactor's own cost) and wall time (what a
+caller saw at this machine's load, printed with the load average). Token counts are warmed
+once (the counter memoises per text); the cold first call is reported separately.
 
-BLAS runs single-threaded unless the environment says otherwise: on a 2-core machine
-shared with other work, OpenBLAS's threads turn a 100x384 matrix product from ~0.1 ms into
-~15 ms (measured here), and packing matrices are far too small to gain from threads.
-
-Run: ``python3 benchmarks/bench_packing.py [--repeats 200] [--embeddings minilm|random]``;
-``--candidates 50 --policies naive focused mmr submodular evidence`` times the ``evidence``
-policy on ~50 candidates (issue 8), its own target line printed beside submodular's.
+Run: ``python benchmarks/bench_packing.py [--repeats 300] [--candidates 100]``
 """
 
 from __future__ import annotations
@@ -29,7 +19,7 @@ from __future__ import annotations
 import os
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+    os.environ.setdefault(_var, "1")  # small matrices: BLAS threads only add scheduling noise
 
 import argparse  # noqa: E402
 import platform  # noqa: E402
@@ -37,123 +27,59 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
-import numpy as np  # noqa: E402
-
+from rootweaver_innovations.compaction import CompactionRequest  # noqa: E402
 from rootweaver_innovations.demo import demo_passages, load_questions  # noqa: E402
-from rootweaver_innovations.packing import (  # noqa: E402
-    POLICIES,
-    Budget,
-    Candidate,
-    dense_similarity,
-    pack,
-    tfidf_relevance,
-)
+from rootweaver_innovations.packing import Budget  # noqa: E402
+from rootweaver_innovations.packing.compactor import PackingCompactor  # noqa: E402
+from rootweaver_innovations.records import facts_from_passages  # noqa: E402
 from rootweaver_innovations.retrieval import BM25Retriever  # noqa: E402
+from rootweaver_innovations.strategies import make_compactor, strategy_names  # noqa: E402
 
-N_CANDIDATES = 100
 BUDGET_TOKENS = 160
 
 
-def machine_info() -> str:
-    cpu = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as fh:
-            cpu = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return (
-        f"{platform.platform()} | {cpu} | {os.cpu_count()} logical CPUs | load avg {load} | "
-        f"python {platform.python_version()} | numpy {np.__version__} | "
-        f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}"
-    )
-
-
-def build_candidates(n_candidates: int = N_CANDIDATES) -> tuple[str, list[Candidate]]:
-    passages = demo_passages()
+def build_request(n_facts: int) -> CompactionRequest:
     question = load_questions()[0].question
-    lines: list[tuple[str, str]] = []
-    for hit in BM25Retriever(passages).search(question, len(passages)):
-        lines.extend((hit.passage.title, f"{hit.passage.title} | {s}") for s in hit.passage.sentences)
-        if len(lines) >= n_candidates:
-            break
-    lines = lines[:n_candidates]
-    rel = tfidf_relevance(question, [t for _doc, t in lines])
-    return question, [Candidate(f"s{i}", doc, text, i, float(rel[i])) for i, (doc, text) in enumerate(lines)]
-
-
-def embed(texts: list[str], how: str) -> tuple[np.ndarray, str]:
-    if how == "minilm":
-        try:
-            from rootweaver_innovations.embeddings import MiniLMEmbedder
-
-            return MiniLMEmbedder().encode(texts), "MiniLM (all-MiniLM-L6-v2, 384-d)"
-        except ImportError as exc:
-            print(f"note: {exc}; falling back to random embeddings", file=sys.stderr)
-    rng = np.random.default_rng(0)
-    emb = rng.normal(size=(len(texts), 384))
-    return emb / np.linalg.norm(emb, axis=1, keepdims=True), "seeded random unit vectors (384-d)"
+    hits = BM25Retriever(demo_passages()).search(question, 40)
+    facts = facts_from_passages([h.passage for h in hits], sub_query=question, scores=[h.score for h in hits])
+    return CompactionRequest(question, tuple(facts[:n_facts]), (question,), (), Budget.tokens(BUDGET_TOKENS))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--repeats", type=int, default=200)
-    ap.add_argument("--embeddings", choices=("minilm", "random"), default="minilm")
-    ap.add_argument("--policies", nargs="+", default=["naive", "focused", "mmr", "submodular"])
-    ap.add_argument("--candidates", type=int, default=N_CANDIDATES)
+    ap.add_argument("--repeats", type=int, default=300)
+    ap.add_argument("--candidates", type=int, default=100)
     args = ap.parse_args()
-
     print("command:", " ".join([os.path.basename(sys.executable), *sys.argv]))
-    print("machine:", machine_info())
-    question, cands = build_candidates(args.candidates)
-    emb, emb_kind = embed([c.text for c in cands], args.embeddings)
-    budget = Budget.tokens(BUDGET_TOKENS)
-    print(f"question: {question!r}")
-    print(f"candidates: {len(cands)}, embeddings: {emb_kind}, budget: {BUDGET_TOKENS} tokens (Qwen2.5 tokenizer)")
-
+    print(f"machine: {platform.platform()} | {os.cpu_count()} CPUs | load avg "
+          f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} | python {platform.python_version()}")
+    request = build_request(args.candidates)
+    compactors = {"naive (baseline)": PackingCompactor("naive")}
+    compactors.update({name: make_compactor(name) for name in strategy_names()})
     t0 = time.perf_counter()
-    pack("submodular", cands, question, budget, similarity=dense_similarity(emb))
-    cold = time.perf_counter() - t0
-
-    for policy in args.policies:
-        if policy not in POLICIES:
-            ap.error(f"unknown policy {policy!r}; choose from {sorted(POLICIES)}")
-    if "naive" not in args.policies or "submodular" not in args.policies:
-        ap.error("--policies must include naive and submodular")
-    wall: dict[str, list[float]] = {p: [] for p in args.policies}
-    cpu: dict[str, list[float]] = {p: [] for p in args.policies}
+    compactors["evidence"](request)
+    print(f"facts: {len(request.facts)}, budget {BUDGET_TOKENS} tokens; cold first evidence call "
+          f"(tokenizer load, token counts): {(time.perf_counter() - t0) * 1e3:.1f} ms")
+    cpu: dict[str, list[float]] = {k: [] for k in compactors}
+    wall: dict[str, list[float]] = {k: [] for k in compactors}
     results = {}
     for _ in range(args.repeats):
-        for policy in args.policies:
+        for name, compact in compactors.items():
             w0, c0 = time.perf_counter(), time.process_time()
-            results[policy] = pack(policy, cands, question, budget, similarity=dense_similarity(emb))
+            results[name] = compact(request)
             c1, w1 = time.process_time(), time.perf_counter()
-            wall[policy].append(w1 - w0)
-            cpu[policy].append(c1 - c0)
+            cpu[name].append(c1 - c0)
+            wall[name].append(w1 - w0)
+    base_cpu, base_wall = statistics.median(cpu["naive (baseline)"]), statistics.median(wall["naive (baseline)"])
+    print(f"medians over {args.repeats} interleaved repeats:")
+    for name in compactors:
+        mc, mw = statistics.median(cpu[name]), statistics.median(wall[name])
+        r = results[name]
+        print(f"  {name:<17} cpu {mc * 1e3:6.3f} ms (x{mc / base_cpu:4.2f})  wall {mw * 1e3:6.3f} ms "
+              f"(x{mw / base_wall:4.2f})  kept {len(r.kept_facts):2d} facts, {r.used} tokens")
+    ev = statistics.median(cpu["evidence"])
+    print(f"evidence (the default): cpu {ev * 1e3:.3f} ms; target < 2 ms: {'met' if ev < 2e-3 else 'NOT met'}")
 
-    print(f"cold first submodular call (loading the tokenizer, tokenising {len(cands)} candidates): {cold * 1e3:.1f} ms")
-    print(f"medians over {args.repeats} interleaved repeats (warm token counts), load avg now "
-          f"{os.getloadavg()[0]:.2f}:")
-    naive_cpu, naive_wall = statistics.median(cpu["naive"]), statistics.median(wall["naive"])
-    for policy in args.policies:
-        mc, mw = statistics.median(cpu[policy]), statistics.median(wall[policy])
-        r = results[policy]
-        print(
-            f"  {policy:<11} cpu {mc * 1e3:6.3f} ms (x{mc / naive_cpu:4.2f} naive)   "
-            f"wall {mw * 1e3:6.3f} ms (x{mw / naive_wall:4.2f})   "
-            f"snippets {len(r.packet):2d}  tokens {r.tokens:3d}  F {r.objective:.3f}"
-        )
-    sub_cpu, sub_wall = statistics.median(cpu["submodular"]), statistics.median(wall["submodular"])
-    print(
-        f"submodular: cpu {sub_cpu * 1e3:.3f} ms, wall {sub_wall * 1e3:.3f} ms "
-        f"(target < 2 ms: cpu {'met' if sub_cpu < 2e-3 else 'NOT met'}, wall {'met' if sub_wall < 2e-3 else 'NOT met'}); "
-        f"naive: cpu {naive_cpu * 1e3:.3f} ms, wall {naive_wall * 1e3:.3f} ms; "
-        f"ratio cpu {sub_cpu / naive_cpu:.2f}, wall {sub_wall / naive_wall:.2f}"
-    )
-    if "evidence" in args.policies:
-        ev_cpu, ev_wall = statistics.median(cpu["evidence"]), statistics.median(wall["evidence"])
-        print(f"evidence: cpu {ev_cpu * 1e3:.3f} ms, wall {ev_wall * 1e3:.3f} ms (target < 2 ms: cpu "
-              f"{'met' if ev_cpu < 2e-3 else 'NOT met'}, wall {'met' if ev_wall < 2e-3 else 'NOT met'})")
 
 if __name__ == "__main__":
     main()

@@ -89,13 +89,32 @@ def _cmd_packing(args: argparse.Namespace) -> int:
 
 def _cmd_e2e(args: argparse.Namespace) -> int:
     from .multihop_e2e import run_multihop_eval
-    from .render import e2e_markdown
+    from .render import e2e_markdown, plot_synth, synth_markdown
+    from .synth_eval import run_synth_eval
 
     path, rows = _rows(args)
     rep = run_multihop_eval(rows, budgets=args.budgets, show_progress=not args.quiet)
-    rep["provenance"] = provenance(["rootweaver", *sys.argv[1:]], [path])
-    _finish(args.name or f"e2e-{args.dataset}", args, rep, e2e_markdown(rep, rep["provenance"]))
-    return 0 if rep["trajectories_identical_across_settings"] else 1
+    rep["synth"] = run_synth_eval(rows, strategies=args.strategies, token_budgets=args.token_budgets,
+                                  char_budgets=args.char_budgets, n_resamples=args.resamples, seed=args.seed,
+                                  show_progress=not args.quiet)
+    rep["provenance"] = provenance(["rootweaver", *sys.argv[1:]], [path], {"bootstrap": args.seed})
+    md = e2e_markdown(rep, rep["provenance"]) + "\n" + "\n".join(synth_markdown(rep["synth"]))
+    _finish(args.name or f"e2e-{args.dataset}", args, rep, md, lambda r, p: plot_synth(r["synth"], p))
+    ok = rep["trajectories_identical_across_settings"] and rep["synth"]["trajectories_identical_across_settings"]
+    return 0 if ok else 1
+
+
+def _token_budgets(text: str) -> list[int | str]:
+    """Comma list of positive ints and/or ``half``."""
+    out: list[int | str] = []
+    for v in _csv(text):
+        if v == "half":
+            out.append(v)
+        else:
+            out.extend(_csv_ints(v))
+    if not out:
+        raise argparse.ArgumentTypeError(f"expected token budgets like 160,half, got {text!r}")
+    return out
 
 
 def _cmd_quality(args: argparse.Namespace) -> int:
@@ -166,6 +185,14 @@ def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     e = esub.add_parser("e2e", help="MultiHopRAG on the open pool: all-gold retrieval and synth-context survival")
     data(e)
     e.add_argument("--budgets", type=_csv_ints, default=[500, 1000, 2000])
+    e.add_argument("--rows", choices=("all", "even", "odd"), default="all",
+                   help="even/odd-indexed rows only (after --limit): the tuning / held-out halves")
+    e.add_argument("--strategies", type=_csv, default=None, help="compaction strategies (default: all registered)")
+    e.add_argument("--token-budgets", type=_token_budgets, default=[160, "half"],
+                   help="synth budgets in reader tokens; 'half' = half the off context's median")
+    e.add_argument("--char-budgets", type=_csv_ints, default=[], help="synth budgets in chars (optional)")
+    e.add_argument("--resamples", type=int, default=10_000)
+    e.add_argument("--seed", type=int, default=0)
     common(e)
     e.set_defaults(func=_cmd_e2e)
 

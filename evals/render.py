@@ -124,3 +124,47 @@ def plot_trajectory(rep: dict, path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _ci(c: dict | None) -> str:
+    return f"{c['mean_diff']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]" if c else "-"
+
+
+def synth_markdown(rep: dict) -> list[str]:
+    """The product path's synth-context table (see :func:`evals.synth_eval.run_synth_eval`)."""
+    out = [f"## Synth context on the product path ({rep['n_questions']} questions, "
+           f"{rep['n_answer_in_context']} non-yes/no; pool {rep['pool_passages']} paragraphs; "
+           f"loop mean {rep['mean_passages_loop']:.2f} passages)", "",
+           f"`half` = half the off context's median, {rep['half_off_median_tokens']} Qwen2.5 tokens. "
+           f"Trajectories identical across settings: {rep['trajectories_identical_across_settings']}. "
+           f"Largest |product - harness| AiC gap: {rep['max_harness_gap']:.4f}. "
+           f"CIs: paired bootstrap, {rep['n_resamples']} resamples, seed {rep['seed']}.", "",
+           "| setting | AiC | harness AiC | all-gold in synth | gold coverage | median tokens | max tokens "
+           "| AiC vs off | AiC vs line | all-gold vs line |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rep["table"]:
+        vs_off, vs_line = r.get("ci_vs_off", {}), r.get("ci_vs_line", {})
+        harness = f"{r['harness_aic']:.3f}" if "harness_aic" in r else "-"
+        out.append(f"| {r['setting']} | {r['aic']:.3f} | {harness} | {r['all_gold']:.3f} | {r['coverage']:.3f} | "
+                   f"{r['median_tokens']:.0f} | {r['max_tokens']} | {_ci(vs_off.get('aic'))} | "
+                   f"{_ci(vs_line.get('aic'))} | {_ci(vs_line.get('all_gold'))} |")
+    return out + [""]
+
+
+def plot_synth(rep: dict, path: Path) -> Path:
+    """Answer-in-context per strategy at each token budget, with the off context as a line."""
+    plt = _plt()
+    rows = [r for r in rep["table"] if r["unit"] == "tokens"]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for strategy in dict.fromkeys(r["strategy"] for r in rows):
+        mine = sorted((r["limit"], r["aic"]) for r in rows if r["strategy"] == strategy)
+        ax.plot([b for b, _ in mine], [a for _, a in mine], marker="o", label=strategy)
+    off = next(r for r in rep["table"] if r["setting"] == "off")
+    ax.axhline(off["aic"], color="grey", ls=":", label="off (full context)")
+    ax.set(xlabel="synth budget (Qwen2.5 tokens)", ylabel="answer-in-context", title="product path")
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

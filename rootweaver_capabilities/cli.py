@@ -14,7 +14,8 @@ from pathlib import Path
 
 from rootweaver_innovations.corpus import CorpusError, load_corpus_jsonl
 from rootweaver_innovations.demo import DEMO_CORPUS, load_questions
-from rootweaver_innovations.multihop import MultiHopRAG, extractive_answer
+from rootweaver_innovations.extractive import extractive_synthesizer
+from rootweaver_innovations.multihop import MultiHopRAG
 from rootweaver_innovations.packing import Budget
 from rootweaver_innovations.retrieval import BM25Retriever
 from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, make_compactor, strategy_names
@@ -63,7 +64,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     budget = Budget(args.max_chars, "chars") if args.max_chars else Budget(args.max_tokens, "tokens")
     rag = MultiHopRAG(
         BM25Retriever(passages),
-        synthesizer=extractive_answer,
+        synthesizer=extractive_synthesizer,
         max_hops=args.max_hops,
         compaction_enabled=args.compaction != "off",
         compaction_budget=budget,

@@ -28,7 +28,9 @@ from typing import Any, Protocol
 
 import httpx
 
-from rootweaver_innovations.multihop import Answer, extractive_answer
+from rootweaver_innovations.extractive import extractive_answer
+from rootweaver_innovations.multihop import Answer
+from rootweaver_innovations.records import Fact
 from rootweaver_innovations.packing import QwenTokenCounter, TokenCounter
 
 from .prompts import (
@@ -404,7 +406,7 @@ class LLMSynthesizer:
             json_mode=self.json_mode,
         ).text
 
-    def __call__(self, question: str, synth_context: str) -> Answer:
+    def __call__(self, question: str, synth_context: str, facts: Sequence[Fact] = ()) -> Answer:
         self.last_error = None
         tag = f"llm:{self.client.model}:{self.mode}"
         try:
@@ -418,7 +420,7 @@ class LLMSynthesizer:
             return Answer(text=parse_answer_only(reply), method=tag)
         except LLMUnavailableError as exc:
             self.last_error = exc
-            fallback = extractive_answer(question, synth_context)
+            fallback = extractive_answer(question, facts)
             return Answer(
                 text=fallback.text,
                 cited_lines=fallback.cited_lines,

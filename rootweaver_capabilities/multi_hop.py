@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rootweaver_innovations.compaction import CompactionRequest, CompactionResult
-from rootweaver_innovations.multihop import MultiHopRAG, MultiHopResult, Synthesizer, extractive_answer
+from rootweaver_innovations.extractive import extractive_synthesizer
+from rootweaver_innovations.multihop import MultiHopRAG, MultiHopResult, Synthesizer
 from rootweaver_innovations.packing import Budget
 from rootweaver_innovations.retrieval import BM25Retriever, Retriever
 from rootweaver_innovations.strategies import Compactor, make_compactor
@@ -103,7 +104,7 @@ def _default_retriever(cfg: RetrieverConfig) -> Retriever:
 def _default_synthesizer(cfg: LLMConfig) -> Synthesizer:
     """The extractive answer when ``llm.base_url`` is null, else an LLM synthesizer on it."""
     if cfg.base_url is None:
-        return extractive_answer
+        return extractive_synthesizer
     from .llm import LLMSynthesizer, OpenAIChatClient
 
     client = OpenAIChatClient(

@@ -14,7 +14,8 @@ from .compaction import (
     reasoning_key_terms,
 )
 from .corpus import CorpusError, Passage, QARow, load_corpus_jsonl, load_qa_rows
-from .multihop import Answer, Hop, MultiHopRAG, MultiHopResult, RuleDecomposer, extractive_answer
+from .extractive import extractive_answer
+from .multihop import Answer, Hop, MultiHopRAG, MultiHopResult, RuleDecomposer
 from .packing import Budget
 from .records import Fact, facts_from_passages
 from .retrieval import BM25Retriever, DenseRetriever, HybridRetriever, Retriever, ScoredPassage

@@ -8,6 +8,7 @@ hop count, stop reason) cannot depend on whether, or how hard, compaction runs.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,7 +34,6 @@ __all__ = [
     "STOP_MAX_HOPS",
     "STOP_NO_NEW_EVIDENCE",
     "Synthesizer",
-    "extractive_answer",
     "is_answered",
 ]
 
@@ -58,7 +58,10 @@ class Answer:
 
 
 class Synthesizer(Protocol):
-    def __call__(self, question: str, synth_context: str) -> Answer: ...
+    """Answers ``question`` from the synth context: its text (what a reader model is shown)
+    and the facts behind its lines (records, for readers that score sentences)."""
+
+    def __call__(self, question: str, synth_context: str, facts: Sequence[Fact]) -> Answer: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,24 +243,6 @@ class RuleDecomposer:
         return out
 
 
-def extractive_answer(question: str, synth_context: str) -> Answer:
-    """Fallback synthesis with no LLM: the fact line sharing most key terms with the question.
-
-    Ties go to the earlier line; an empty context gives an empty answer.
-    """
-    q = set(reasoning_key_terms(question))
-    best, best_score = "", -1
-    for line in synth_context.split("\n"):
-        parsed = parse_fact(line)
-        if parsed is None:
-            continue
-        score = len(q.intersection(line.lower().split()))
-        if score > best_score:
-            best, best_score = line, score
-    text = parse_fact(best)[1] if best else ""
-    return Answer(text=text, cited_lines=(best,) if best else (), method="extractive (no LLM configured)")
-
-
 @dataclass
 class MultiHopRAG:
     """The hop loop with retriever, decomposer, synthesizer and compactor injected.
@@ -349,8 +334,7 @@ class MultiHopRAG:
                 question, tuple(facts), tuple(h.sub_query for h in hops), open_terms, self.compaction_budget
             ))
             synth = compaction.text
-        answer = self.synthesizer(question, synth) if self.synthesizer is not None else None
-        return MultiHopResult(
+        result = MultiHopResult(
             question=question,
             hops=tuple(hops),
             stop_reason=stop,
@@ -360,5 +344,7 @@ class MultiHopRAG:
             synth_context=synth,
             facts=tuple(facts),
             compaction=compaction,
-            answer=answer,
         )
+        if self.synthesizer is None:
+            return result
+        return dataclasses.replace(result, answer=self.synthesizer(question, synth, result.synth_facts))

@@ -124,3 +124,15 @@ def test_registry_rejects_duplicates_and_off_and_names_choices():
     with pytest.raises(ValueError, match="choose one of"):
         make_compactor("greedy")
     assert strategy_names()[:3] == ("line", "submodular", "evidence")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["alpha", "beta", "gamma", "river", "film", "born"]), min_size=1, max_size=6),
+                min_size=1, max_size=8),
+       st.lists(st.sampled_from(["alpha", "beta", "river", "zeta"]), max_size=4))
+def test_okapi_scores_reproduce_rank_bm25(docs, query):
+    from rank_bm25 import BM25Okapi
+
+    from rootweaver_innovations.packing.candidates import okapi_scores
+
+    assert okapi_scores(docs, query) == pytest.approx(list(BM25Okapi(docs).get_scores(query)), abs=1e-9)

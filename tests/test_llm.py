@@ -34,11 +34,14 @@ from rootweaver_capabilities.prompts import (
     parse_evidence_reply,
     score_ebg,
 )
-from rootweaver_innovations.multihop import extractive_answer
+from rootweaver_innovations.extractive import extractive_answer
+from rootweaver_innovations.records import Fact
 from rootweaver_innovations.packing import QwenTokenCounter
 
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "Who wrote Dune?"}]
-CONTEXT = "From query: Dune author\nDune | Dune is a 1965 novel by Frank Herbert.\nDune | It won the Hugo Award."
+FACTS = (Fact("d", "Dune", "Dune is a 1965 novel by Frank Herbert.", 0, 0, "Dune author"),
+         Fact("d", "Dune", "It won the Hugo Award.", 1, 0, "Dune author"))
+CONTEXT = "From query: Dune author\n" + "\n".join(f.line for f in FACTS)
 
 
 class Recorder:
@@ -203,8 +206,8 @@ def test_token_counter_falls_back_to_tokenizer_file_when_server_has_no_endpoint(
 
 def test_synthesizer_degrades_to_extractive_with_the_packet_kept():
     synth = LLMSynthesizer(make_client(Recorder(refuse)), mode="evidence")
-    answer = synth("Who wrote Dune?", CONTEXT)
-    expected = extractive_answer("Who wrote Dune?", CONTEXT)
+    answer = synth("Who wrote Dune?", CONTEXT, FACTS)
+    expected = extractive_answer("Who wrote Dune?", FACTS)
     assert answer.text == expected.text and answer.cited_lines == expected.cited_lines
     assert answer.method == "extractive (LLM unavailable after 3 attempts)"
     assert "1: Dune | Dune is a 1965 novel" in synth.last_error.packet.messages[-1]["content"]

@@ -13,9 +13,10 @@ from rootweaver_innovations.multihop import (
     STOP_NO_NEW_EVIDENCE,
     MultiHopRAG,
     RuleDecomposer,
-    extractive_answer,
     is_answered,
 )
+from rootweaver_innovations.extractive import answer_span, extractive_answer
+from rootweaver_innovations.records import Fact
 from rootweaver_innovations.packing import Budget
 from rootweaver_innovations.strategies import make_compactor, strategy_names
 
@@ -104,10 +105,17 @@ def test_comparison_decomposition():
     assert subs == ["Centaurium genuses plant species?", "Dacrydium genuses plant species?"]
 
 
-def test_extractive_answer_cites_best_line():
-    ans = extractive_answer("Where was Ada born?", "From query: x\nA | Ada was born in London.\nB | Other.")
-    assert ans.text == "Ada was born in London." and ans.cited_lines == ("A | Ada was born in London.",)
-    assert "no LLM" in ans.method
+def test_extractive_answer_cites_the_best_sentence_and_cuts_the_span():
+    facts = (
+        Fact("a", "Ada Lovelace", "Ada Lovelace was born in London in 1815.", 0, 0, "q"),
+        Fact("b", "Other", "Other things happened elsewhere.", 0, 0, "q"),
+    )
+    ans = extractive_answer("When was Ada Lovelace born?", facts)
+    assert ans.text == "1815" and ans.cited_lines == ("Ada Lovelace | Ada Lovelace was born in London in 1815.",)
+    assert "no LLM" in ans.method and extractive_answer("When?", ()).text == ""
+    assert answer_span("Where was Ada Lovelace born?", facts[0].sentence) == "London"
+    assert answer_span("How many children did she have?", "She had 3 children.") == "3 children"
+    assert answer_span("Who is older, Ada Lovelace or Charles Babbage?", "Charles Babbage was born in 1791.") == "Charles Babbage"
 
 
 @pytest.mark.parametrize("kw", [

@@ -281,7 +281,7 @@ def test_public_api_is_pinned():
         "Budget", "Candidate", "ConflictingCandidateError", "EvidenceModel", "EvidenceParams", "Header", "Omission",
         "POLICIES", "PackResult", "Packed", "PackingProblem", "QwenTokenCounter", "Selection", "Similarity",
         "SubmodularObjective", "SubmodularWeights", "TokenCounter", "UNITS", "default_token_counter",
-        "dense_similarity", "fact_candidates", "pack", "register_policy", "tfidf_similarity",
+        "dense_similarity", "fact_candidates", "pack", "packing_problem", "register_policy", "tfidf_similarity",
     ])
     assert all(getattr(packing, name) is not None for name in packing.__all__)
     assert set(selection.REASONS) == {

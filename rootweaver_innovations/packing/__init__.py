@@ -11,7 +11,7 @@ from .budget import UNITS, Budget, QwenTokenCounter, TokenCounter, default_token
 from .candidates import Candidate, Header, fact_candidates
 from .evidence import EvidenceModel, EvidenceParams
 from .objective import SubmodularObjective, SubmodularWeights
-from .policies import POLICIES, PackingProblem, Selection, pack, register_policy
+from .policies import POLICIES, PackingProblem, Selection, pack, packing_problem, register_policy
 from .selection import ConflictingCandidateError, Omission, PackResult, Packed
 from .similarity import Similarity, dense_similarity, tfidf_similarity
 
@@ -38,6 +38,7 @@ __all__ = [
     "dense_similarity",
     "fact_candidates",
     "pack",
+    "packing_problem",
     "register_policy",
     "tfidf_similarity",
 ]

@@ -11,6 +11,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..records import Fact
 from ..retrieval import bm25_tokenize
 
@@ -114,16 +116,19 @@ def okapi_scores(docs: Sequence[Sequence[str]], query: Sequence[str]) -> list[fl
     n = len(docs)
     if n == 0:
         return []
-    lengths = [len(d) for d in docs]
-    avgdl = sum(lengths) / n
+    lengths = np.array([len(d) for d in docs], dtype=np.float64)
+    avgdl = float(lengths.mean())
     counts = [Counter(d) for d in docs]
     df: Counter[str] = Counter()
     for c in counts:
         df.update(c.keys())
-    idf = {t: math.log(n - f + 0.5) - math.log(f + 0.5) for t, f in df.items()}
-    floor = OKAPI_EPSILON * (sum(idf.values()) / len(idf)) if idf else 0.0
-    idf = {t: (v if v >= 0 else floor) for t, v in idf.items()}
-    norm = [OKAPI_K1 * (1 - OKAPI_B + OKAPI_B * dl / avgdl) if avgdl else OKAPI_K1 for dl in lengths]
+    if not df:
+        return [0.0] * n
+    freq = np.fromiter(df.values(), dtype=np.float64, count=len(df))
+    idf_all = np.log(n - freq + 0.5) - np.log(freq + 0.5)
+    floor = OKAPI_EPSILON * float(idf_all.mean())
+    idf = dict(zip(df, np.where(idf_all < 0, floor, idf_all).tolist()))
+    norm = (OKAPI_K1 * (1 - OKAPI_B + OKAPI_B * lengths / avgdl) if avgdl else np.full(n, OKAPI_K1)).tolist()
     scores = [0.0] * n
     for term in query:
         w = idf.get(term)

@@ -41,6 +41,7 @@ __all__ = [
     "Policy",
     "Selection",
     "pack",
+    "packing_problem",
     "register_policy",
 ]
 
@@ -201,6 +202,37 @@ def _render(problem: PackingProblem, order: Sequence[int], separator: str) -> tu
     return separator.join(text for _key, text in lines), tuple(sorted(headers, key=lambda h: h.position))
 
 
+def packing_problem(
+    candidates: Sequence[Candidate],
+    query: str,
+    budget: Budget,
+    *,
+    weights: SubmodularWeights = SubmodularWeights(),
+    max_snippets: int | None = None,
+    headers: Sequence[Header | None] = (),
+    similarity: Similarity | None = None,
+) -> PackingProblem:
+    """The problem a policy sees for already-screened ``candidates`` (see :func:`pack`).
+
+    Documents are numbered in first-appearance order; ``headers`` has one entry per
+    candidate (or none); ``similarity`` is over ``candidates`` in order.
+    """
+    texts = [c.text for c in candidates]
+    _terms, incidence = query_incidence(query, texts)
+    docs: dict[str, int] = {}
+    return PackingProblem(
+        candidates=tuple(candidates),
+        query=query,
+        relevance=np.array([float(c.relevance) for c in candidates], dtype=np.float64),
+        doc_index=np.array([docs.setdefault(c.doc_id, len(docs)) for c in candidates], dtype=np.int64),
+        incidence=incidence,
+        knapsack=Knapsack(budget, texts, list(headers)),
+        max_snippets=max_snippets,
+        weights=weights,
+        given_similarity=similarity,
+    )
+
+
 def pack(
     policy: str,
     candidates: Sequence[Candidate],
@@ -243,22 +275,10 @@ def pack(
         raise ValueError(f"similarity must be a Similarity over the {len(candidates)} candidates")
     screened = screen(candidates)
     eligible = screened.eligible
-    texts = [c.text for c in eligible]
-    _terms, incidence = query_incidence(query, texts)
-    docs: dict[str, int] = {}
-    doc_index = np.array([docs.setdefault(c.doc_id, len(docs)) for c in eligible], dtype=np.int64)
-    relevance = np.array([float(c.relevance) for c in eligible], dtype=np.float64)
-    header_list = [headers.get(c.id) for c in eligible] if headers else []
-    problem = PackingProblem(
-        candidates=eligible,
-        query=query,
-        relevance=relevance,
-        doc_index=doc_index,
-        incidence=incidence,
-        knapsack=Knapsack(budget, texts, header_list),
-        max_snippets=max_snippets,
-        weights=weights,
-        given_similarity=similarity.subset(screened.indices) if similarity is not None else None,
+    problem = packing_problem(
+        eligible, query, budget, weights=weights, max_snippets=max_snippets,
+        headers=[headers.get(c.id) for c in eligible] if headers else (),
+        similarity=similarity.subset(screened.indices) if similarity is not None else None,
     )
     chosen = POLICIES[policy](problem)
     order, gains = list(chosen.order), list(chosen.gains)

@@ -1,0 +1,85 @@
+"""The answer when no reader model is configured: extractive, deterministic, clearly labelled.
+
+:func:`extractive_answer` picks, among the synth context's facts, the sentence the
+``evidence`` packer's answer model scores most likely to hold the answer (the model the
+packer already uses, so no second model), then cuts from it the span the question asks
+for: a date or year for *when* questions, a number for *how many/much/long/old*, one of
+the named options for *A or B* questions, else the first capitalised name the question does
+not already contain. With no such span the whole sentence is the answer. The cited line
+is always the sentence's context line, so a reader of the output can check the span.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from .multihop import Answer
+from .packing import Budget, fact_candidates, packing_problem
+from .packing.evidence import answer_likelihood
+from .records import Fact
+
+__all__ = ["EXTRACTIVE_METHOD", "answer_span", "extractive_answer", "extractive_synthesizer"]
+
+EXTRACTIVE_METHOD = "extractive (no LLM): evidence-model sentence and span"
+_SCORING_BUDGET = Budget(10_000, "tokens")  # only for the model's cost feature; nothing is packed
+
+_MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_DATE = re.compile(rf"\b(?:\d{{1,2}} {_MONTH},? \d{{4}}|{_MONTH} \d{{1,2}},? \d{{4}}|{_MONTH} \d{{4}}|1[0-9]{{3}}|20[0-9]{{2}})\b")
+_NUMBER = re.compile(r"\b\d[\d,.]*(?:\s+(?:million|billion|thousand|hundred))?(?:\s+[a-z]+)?")
+_NAME = re.compile(r"\b[A-Z][\w'’\-.]*(?:\s+(?:(?:of|the|de|von|van|and|la|le|du|da)\s+)*[A-Z][\w'’\-.]*)*")
+_LEADING = frozenset("The A An In On At He She It They His Her Its This That These Those Their".split())
+
+
+def _names(text: str) -> list[str]:
+    out = []
+    for m in _NAME.finditer(text):
+        words = m.group(0).rstrip(".").split()
+        while words and words[0] in _LEADING:
+            words = words[1:]
+        if words:
+            out.append(" ".join(words))
+    return out
+
+
+def answer_span(question: str, sentence: str) -> str:
+    """The part of ``sentence`` that answers ``question``'s type, or ``""`` when none fits."""
+    q = question.lower()
+    if q.startswith("when") or re.search(r"\b(?:what|which) (?:year|date)\b", q):
+        m = _DATE.search(sentence)
+        return m.group(0) if m else ""
+    if re.search(r"\bhow (?:many|much|long|old|tall|far)\b", q):
+        m = _NUMBER.search(sentence)
+        return m.group(0).strip() if m else ""
+    head, sep, tail = question.rstrip("?").rpartition(" or ")
+    if sep:  # "A or B": the option the sentence names (the first option when it names both or neither)
+        options = [o for o in (_names(head.rpartition(",")[2])[-1:] + _names(tail)[:1])]
+        named = [o for o in options if o.lower() in sentence.lower()]
+        if named:
+            return named[0]
+    for name in _names(sentence):
+        if name.lower() not in q and len(name) > 2:
+            return name
+    return ""
+
+
+def extractive_answer(question: str, facts: Sequence[Fact]) -> Answer:
+    """Answer ``question`` from ``facts`` (the synth context's) without a language model.
+
+    Deterministic; empty ``facts`` give an empty answer. ``text`` is the span (or the
+    sentence), ``cited_lines`` the chosen fact's context line.
+    """
+    cands = fact_candidates(question, facts)
+    if not cands:
+        return Answer(text="", cited_lines=(), method=EXTRACTIVE_METHOD)
+    p = answer_likelihood(packing_problem(cands, question, _SCORING_BUDGET))
+    fact = [f for f in facts if f.sentence.strip()][int(np.argmax(p))]
+    span = answer_span(question, fact.sentence)
+    return Answer(text=span or " ".join(fact.sentence.split()), cited_lines=(fact.line,), method=EXTRACTIVE_METHOD)
+
+
+def extractive_synthesizer(question: str, synth_context: str, facts: Sequence[Fact]) -> Answer:
+    """:func:`extractive_answer` as a ``Synthesizer`` (it reads the facts, not the text)."""
+    return extractive_answer(question, facts)
