@@ -175,3 +175,16 @@ def test_wording_features_read_the_bare_sentence_not_the_rendered_title():
              (_problem([c], "Where was Alpha born?", Budget.chars(100)) for c in (plain, rendered))]
     assert feats[0]["pronoun_start"].tolist() == feats[1]["pronoun_start"].tolist() == [1.0]
     assert feats[1]["starts_with_title"].tolist() == [0.0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(candidate_lists(min_size=1, max_size=8), queries, st.integers(min_value=1, max_value=60), st.integers(1, 3))
+def test_the_cover_only_considers_the_documents_with_the_largest_bonus(cands, query, limit, max_docs):
+    params = EvidenceParams(max_cover_docs=max_docs)
+    problem = _problem(cands, query, Budget.chars(limit))
+    p = answer_likelihood(problem)
+    bonus = -params.coverage * np.log1p(-document_likelihood(problem))
+    allowed = set(np.argsort(-bonus, kind="stable")[:max_docs].tolist())
+    chosen = _cover(p, bonus, problem, params)
+    assert {int(problem.doc_index[i]) for i in chosen} <= allowed
+    assert problem.knapsack.item[chosen].sum() <= problem.knapsack.capacity

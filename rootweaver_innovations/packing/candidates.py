@@ -6,6 +6,7 @@ only text, provenance and a relevance score computed from the query.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -141,6 +142,13 @@ def okapi_scores(docs: Sequence[Sequence[str]], query: Sequence[str]) -> list[fl
     return scores
 
 
+@functools.lru_cache(maxsize=16384)
+def _terms(title: str, sentence: str) -> tuple[str, ...]:
+    """BM25 terms of a fact (memoised: a corpus's passages recur across questions; at most
+    16,384 facts are kept, a few MB)."""
+    return tuple(bm25_tokenize(f"{title} {sentence}"))
+
+
 def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
     """One packing candidate per fact: the only way facts become candidates.
 
@@ -152,7 +160,7 @@ def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
     and the evidence model's fitting script all build candidates here.
     """
     items = [f for f in facts if f.sentence.strip()]
-    docs = [bm25_tokenize(f"{f.title} {f.sentence}") for f in items]
+    docs = [_terms(f.title, f.sentence) for f in items]
     scores = okapi_scores(docs, bm25_tokenize(question))
     return [
         Candidate(

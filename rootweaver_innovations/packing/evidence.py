@@ -86,7 +86,10 @@ class EvidenceParams:
     sentence whose share is below it is taken only to cover its document (never as
     filler); ``options_per_doc`` (>= 1) how many of a document's best sentences by ``p``
     the knapsack considers (its cheapest sentence is always considered too),
-    ``max_per_doc`` (1 or 2) how many it may take from one document. Bad values raise
+    ``max_per_doc`` (1 or 2) how many it may take from one document; ``max_cover_docs``
+    (>= 1) how many documents, those with the largest coverage bonus, enter the knapsack (the
+    rest can still be taken by the fill), which bounds its memory at
+    ``max_cover_docs x (capacity + 1)`` cells however long the input. Bad values raise
     ``ValueError``.
     """
 
@@ -94,6 +97,7 @@ class EvidenceParams:
     price: float = 0.02
     options_per_doc: int = 3
     max_per_doc: int = 2
+    max_cover_docs: int = 64
 
     def __post_init__(self) -> None:
         for name in ("coverage", "price"):
@@ -105,6 +109,9 @@ class EvidenceParams:
             raise ValueError(f"options_per_doc must be an int >= 1, got {self.options_per_doc!r}")
         if self.max_per_doc not in (1, 2) or isinstance(self.max_per_doc, bool):
             raise ValueError(f"max_per_doc must be 1 or 2, got {self.max_per_doc!r}")
+        cover = self.max_cover_docs
+        if isinstance(cover, bool) or not isinstance(cover, int) or cover < 1:
+            raise ValueError(f"max_cover_docs must be an int >= 1, got {cover!r}")
 
 
 def _question_kind(question: str) -> tuple[bool, bool, bool, bool, bool, bool]:
@@ -342,8 +349,10 @@ def _matrix(columns: Mapping[str, Any], names: tuple[str, ...], rows: int) -> np
     missing = [n for n in names if n not in columns]
     if missing:
         raise ValueError(f"evidence model names features the code does not compute: {missing}")
-    return np.column_stack([np.broadcast_to(np.asarray(columns[n], dtype=np.float64), (rows,)) for n in names]) \
-        if names else np.zeros((rows, 0))
+    out = np.empty((rows, len(names)))
+    for j, name in enumerate(names):
+        out[:, j] = columns[name]  # scalars and bool columns broadcast / cast here
+    return out
 
 
 def _softmax(z: np.ndarray) -> np.ndarray:
@@ -413,7 +422,7 @@ class EvidenceModel:
             "format": MODEL_FORMAT,
             "provenance": dict(self.provenance),
             "params": {"coverage": p.coverage, "price": p.price, "options_per_doc": p.options_per_doc,
-                       "max_per_doc": p.max_per_doc},
+                       "max_per_doc": p.max_per_doc, "max_cover_docs": p.max_cover_docs},
             "document": {"bias": self.document_bias, "weights": dict(self.document_weights)},
             "sentence": {"weights": dict(self.sentence_weights)},
         }
@@ -488,13 +497,20 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
 
     A document ``d``'s options are 1..``max_per_doc`` of its :func:`_options`, worth
     ``bonus[d] + sum(p) - k * price``. On equal value the earlier option, and not taking
-    the document at all, win.
+    the document at all, win. Only the ``max_cover_docs`` documents with the largest bonus
+    (ties: lower index) take part.
     """
     cost = problem.knapsack.item
     cap = int(problem.knapsack.capacity)
     doc = problem.doc_index
     n = len(doc)
-    grouped = np.lexsort((np.arange(n), -p, doc))
+    if len(bonus) > params.max_cover_docs:
+        keep = np.zeros(len(bonus), dtype=bool)
+        keep[np.argsort(-bonus, kind="stable")[: params.max_cover_docs]] = True
+        among = np.flatnonzero(keep[doc])
+    else:
+        among = np.arange(n)
+    grouped = among[np.lexsort((among, -p[among], doc[among]))]
     grouped_doc = doc[grouped]
     bounds = np.flatnonzero(np.concatenate(([True], grouped_doc[1:] != grouped_doc[:-1], [True])))
     cost_of, p_of, order = cost.tolist(), p.tolist(), grouped.tolist()
@@ -514,7 +530,7 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
         shift = np.array([min(c, cap + 1) for c in opt_cost])
         value = padded[at - shift[:, None]]
         value += np.array(opt_value)[:, None]
-        j = value.argmax(axis=0)
+        j = value.argmax(axis=0).astype(np.int16)  # at most C(options + 1, 2) + options + 1 subsets
         top = value[j, grid]
         better = top > best
         trail.append((better, j, subsets, opt_cost))
