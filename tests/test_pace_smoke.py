@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import json
+import subprocess
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -10,16 +13,10 @@ import numpy as np
 import pytest
 
 from evals.datasets import build_open_pool
-from evals.pace import (
-    fit_service,
-    measure_llm_service,
-    frontload_markdown,
-    pace_markdown,
-    plot_pace,
-    run_frontload_eval,
-    run_pace_simulation,
-    simulate_tandem,
-)
+from evals.frontload_eval import run_frontload_eval
+from evals.pace import measure_llm_service
+from evals.pace_render import frontload_markdown, pace_markdown, plot_pace
+from evals.pace_sim import fit_service, run_pace_simulation, simulate_tandem
 from rootweaver_innovations.corpus import Passage, QARow
 from rootweaver_innovations.frontload import DepthController
 
@@ -73,6 +70,8 @@ def test_service_fit_recovers_a_line_and_feeds_the_simulation():
     assert rep["rerank_service_measured"]["fit"] == {"intercept_s": 0.5, "per_passage_s": 0.1}
     with pytest.raises(ValueError, match="two or more depths"):
         fit_service({20: [1.0, 2.0]})
+    with pytest.raises(ValueError, match="exactly one"):
+        run_pace_simulation(rates=(0.05,), n_requests=200, warmup=20)
 
 
 def test_open_pool_dedupes_and_maps_gold():
@@ -114,8 +113,12 @@ class _FakeOpenAI(BaseHTTPRequestHandler):
     def do_GET(self):  # /v1/models
         self._reply({"data": [{"id": "fake-reader"}]})
 
-    def do_POST(self):  # /v1/chat/completions
-        self.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+    def do_POST(self):  # /v1/chat/completions; anything else (the client's tokenizer probe) is 404
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path != "/v1/chat/completions":
+            self.send_error(404)
+            return
+        self.bodies.append(body)
         self._reply({"choices": [{"message": {"content": "ok"}}]})
 
     def log_message(self, *args):
@@ -136,3 +139,53 @@ def test_llm_timing_talks_openai_chat_and_fails_clearly():
         server.server_close()
     with pytest.raises(RuntimeError, match="unset LLM_BASE_URL"):
         measure_llm_service(url, ["p"])  # the server is gone
+
+
+SIM_IMPORTS = {"__future__", "heapq", "collections.abc", "dataclasses", "numpy", "rootweaver_innovations.frontload"}
+
+
+def test_the_simulation_module_is_pure():
+    # every import statement, module level or inside a function: no clock, os, files, network or models
+    import evals.pace_sim as sim
+
+    tree = ast.parse(open(sim.__file__, encoding="utf-8").read())
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert imported <= SIM_IMPORTS, imported - SIM_IMPORTS
+    # and a fresh interpreter importing it loads none of the I/O-heavy modules
+    heavy = [
+        "evals.datasets", "evals.report", "evals.pace", "evals.frontload_eval", "evals.pace_render",
+        "rootweaver_capabilities", "rootweaver_innovations", "httpx", "urllib.request", "socket",
+        "matplotlib", "torch", "tokenizers",
+    ]
+    code = f"import sys, evals.pace_sim; print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_llm_timing_through_the_product_client_on_a_mock_transport():
+    httpx = pytest.importorskip("httpx", reason="needs the 'llm' extra")
+    seen = []
+
+    def handler(request):
+        if request.url.path == "/v1/models":
+            return httpx.Response(200, json={"data": [{"id": "mock-reader"}]})
+        if request.url.path == "/v1/chat/completions":
+            seen.append(json.loads(request.content))
+            return httpx.Response(200, json={"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]})
+        return httpx.Response(404)  # the client's tokenizer probe: it falls back to the shipped tokenizer
+
+    mean = measure_llm_service("http://reader.test", ["p1", "p2", "p3"], 8, transport=httpx.MockTransport(handler))
+    assert mean >= 0.0
+    assert [b["messages"] for b in seen] == [[{"role": "user", "content": p}] for p in ("p1", "p2", "p3")]
+    assert {(b["model"], b["max_tokens"], b["temperature"]) for b in seen} == {("mock-reader", 8, 0.0)}
+    # a server error is not retried (a retried request would time two) and the error names the way out
+    posts = []
+
+    def down(request):
+        posts.extend([request.url.path] if request.url.path.endswith("/chat/completions") else [])
+        return httpx.Response(503, text="overloaded")
+
+    with pytest.raises(RuntimeError, match="unset LLM_BASE_URL"):
+        measure_llm_service("http://reader.test/v1", ["p"], model="m", transport=httpx.MockTransport(down))
+    assert posts == ["/v1/chat/completions"]
