@@ -36,7 +36,7 @@ def build_open_pool(rows: Sequence[QARow]) -> OpenPool:
 
     A row's gold ids are the pooled ids of its own paragraphs whose title is a gold title
     (a gold title absent from the row's paragraphs is skipped; a row left with no gold id
-    is counted and excluded by :func:`run_frontload_eval`).
+    is counted and excluded by :func:`evals.frontload_eval.run_frontload_eval`).
     """
     ids: dict[tuple[str, str], str] = {}
     passages: list[Passage] = []
