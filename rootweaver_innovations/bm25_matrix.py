@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import chain, islice
 
 import numpy as np
 
@@ -125,12 +125,25 @@ def scatter_scores(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], 
     return indptr
 
 
-def build_matrix(tokens: Sequence[Sequence[str]], k1: float, b: float) -> BM25Matrix:
-    """A :class:`BM25Matrix` in memory over non-empty token lists (one per passage)."""
-    vocab = Vocabulary()
-    term, doc, tf, lengths = count_chunk(tokens, vocab, 0)
-    df = np.bincount(term, minlength=len(vocab))
-    out = {"indices": np.empty(len(term), np.int32),
-           **{name: np.empty(len(term), np.float32) for name in IDFS}}
-    indptr = scatter_scores([(term, doc, tf)], df, lengths, k1, b, out)
-    return BM25Matrix(dict(vocab), indptr, out["indices"], out["robertson"], out["lucene"], len(tokens))
+def build_matrix(tokens: Iterable[Sequence[str]], k1: float, b: float, chunk_size: int = 20_000) -> BM25Matrix:
+    """A :class:`BM25Matrix` in memory over non-empty token lists (one per passage).
+
+    ``tokens`` is consumed ``chunk_size`` lists at a time, so a generator keeps at most
+    one chunk of token strings alive.
+    """
+    vocab, it = Vocabulary(), iter(tokens)
+    chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    lengths: list[np.ndarray] = []
+    num_docs = 0
+    while batch := list(islice(it, chunk_size)):
+        term, doc, tf, lens = count_chunk(batch, vocab, num_docs)
+        chunks.append((term, doc, tf))
+        lengths.append(lens)
+        num_docs += len(batch)
+    df = np.zeros(len(vocab), dtype=np.int64)
+    for term, _, _ in chunks:
+        df += np.bincount(term, minlength=len(vocab))
+    nnz = int(df.sum())
+    out = {"indices": np.empty(nnz, np.int32), **{name: np.empty(nnz, np.float32) for name in IDFS}}
+    indptr = scatter_scores(chunks, df, np.concatenate(lengths), k1, b, out)
+    return BM25Matrix(dict(vocab), indptr, out["indices"], out["robertson"], out["lucene"], num_docs)

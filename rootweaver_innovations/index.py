@@ -4,7 +4,7 @@ Layout of an index directory (``rootweaver index build CORPUS --out DIR``)::
 
     DIR/manifest.json            format, format_version, corpus fingerprint, tokenizer
                                  settings, and one entry per named component
-    DIR/passages/records.jsonl   one JSON array [id, title, [sentences]] per passage
+    DIR/passages/records.jsonl   the corpus's JSON lines, one per passage (blank lines dropped)
     DIR/passages/offsets.npy     int64 byte offsets, N + 1
     DIR/bm25/indptr.npy ...      the BM25Matrix arrays (indices, robertson, lucene) and
     DIR/bm25/vocab.json          the terms in column order
@@ -36,8 +36,11 @@ import os
 import shutil
 import time
 from array import array
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any, overload
 
@@ -115,11 +118,13 @@ class BuildProgress:
 class PassageStore(Sequence[Passage]):
     """The passages of an index, read by position from the memory-mapped records file.
 
-    ``store[i]`` parses one record; nothing is held per passage in Python.
+    The records are the corpus's own JSON lines (blank lines dropped), so ``store[i]``
+    parses one line exactly as :func:`~rootweaver_innovations.corpus.load_corpus_jsonl`
+    does; nothing is held per passage in Python.
     """
 
     def __init__(self, records: Path, offsets: np.ndarray):
-        self._offsets = offsets
+        self._path, self._offsets = records, offsets
         with open(records, "rb") as fh:
             self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if offsets[-1] else b""
 
@@ -138,8 +143,8 @@ class PassageStore(Sequence[Passage]):
         if not -n <= i < n:
             raise IndexError(f"passage {i} out of range ({n} passages)")
         i %= n
-        pid, title, sentences = json.loads(self._map[int(self._offsets[i]):int(self._offsets[i + 1])])
-        return Passage(pid, title, tuple(sentences))
+        obj = json.loads(self._map[int(self._offsets[i]):int(self._offsets[i + 1])])
+        return passage_from_object(obj, self._path, i + 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,81 +196,129 @@ def _lines(fh: io.BufferedReader, gz: bool) -> tuple[_HashingReader, Iterator[by
 
 
 def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: float = 0.75,
-                chunk_size: int = 20_000, progress: Callable[[BuildProgress], None] | None = None) -> IndexManifest:
+                chunk_size: int = 20_000, workers: int = 1,
+                progress: Callable[[BuildProgress], None] | None = None) -> IndexManifest:
     """Build the index of the JSONL ``corpus`` (``.gz`` read transparently) into ``out``.
 
     ``out`` must not exist (the index is written to a sibling temporary directory and
-    renamed when complete, so a failed build leaves nothing behind). ``progress`` is
-    called after every chunk of ``chunk_size`` passages. Raises :class:`CorpusError`
-    naming the file and line for the same problems :func:`~rootweaver_innovations.corpus.load_corpus_jsonl`
-    refuses, and :class:`IndexFormatError` when ``out`` exists.
+    renamed when complete, so a failed build leaves nothing behind). Chunks of
+    ``chunk_size`` lines are parsed and tokenised by ``workers`` processes (1: in this
+    process), at most ``workers + 1`` chunks in flight; ``progress`` is called after
+    every chunk. The result does not depend on ``chunk_size`` or ``workers``. Raises
+    :class:`CorpusError` naming the file and line for the same problems
+    :func:`~rootweaver_innovations.corpus.load_corpus_jsonl` refuses, and
+    :class:`IndexFormatError` when ``out`` exists.
     """
     corpus, out = Path(corpus), Path(out)
     if not corpus.is_file():
         raise CorpusError(f"{corpus}: file not found")
     if out.exists():
         raise IndexFormatError(f"{out}: already exists; remove it or choose another --out")
+    if chunk_size < 1 or workers < 1:
+        raise ValueError(f"chunk_size and workers must be >= 1, got {chunk_size} and {workers}")
     tmp = out.with_name(f".{out.name}.building-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "passages").mkdir(parents=True)
     (tmp / "bm25").mkdir()
     try:
-        manifest = _build(corpus, tmp, k1, b, chunk_size, progress)
+        manifest = _build(corpus, tmp, k1, b, chunk_size, workers, progress)
         tmp.rename(out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return manifest
 
 
-def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int,
+@dataclass(frozen=True, slots=True)
+class _Chunk:
+    """One parsed chunk: its passages' ids, line numbers and raw lines, and its
+    ``(term, doc, tf)`` triples against the chunk's own ``terms`` (docs from 0)."""
+
+    ids: list[str]
+    linenos: list[int]
+    lines: list[bytes]
+    terms: list[str]
+    term: np.ndarray
+    doc: np.ndarray
+    tf: np.ndarray
+    lengths: np.ndarray
+
+
+def _parse_chunk(corpus: Path, numbered: list[tuple[int, bytes]]) -> _Chunk:
+    """Parse, validate and count one chunk of ``(line number, line)`` (blank lines dropped)."""
+    ids, linenos, lines, tokens = [], [], [], []
+    for lineno, line in numbered:
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise CorpusError(f"{corpus}:{lineno}: malformed JSON ({getattr(exc, 'msg', exc)})") from None
+        if not isinstance(obj, dict):
+            raise CorpusError(f"{corpus}:{lineno}: expected a JSON object")
+        p = passage_from_object(obj, corpus, lineno)
+        ids.append(p.id)
+        linenos.append(lineno)
+        lines.append(line if line.endswith(b"\n") else line + b"\n")
+        tokens.append(passage_tokens(p))
+    vocab = Vocabulary()
+    term, doc, tf, lengths = count_chunk(tokens, vocab, 0)
+    return _Chunk(ids, linenos, lines, list(vocab), term, doc, tf, lengths)
+
+
+def _chunks(lines: Iterator[bytes], size: int) -> Iterator[list[tuple[int, bytes]]]:
+    numbered = enumerate(lines, 1)
+    while chunk := list(islice(numbered, size)):
+        yield chunk
+
+
+def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, workers: int,
            progress: Callable[[BuildProgress], None] | None) -> IndexManifest:
     start, total = time.perf_counter(), corpus.stat().st_size
     vocab, seen = Vocabulary(), set()
     offsets, lengths, chunk_nnz = array("q", [0]), array("q"), []
     df = np.zeros(0, dtype=np.int64)
-    tokens: list[list[str]] = []
-
-    def flush() -> None:
-        nonlocal df
-        term, doc, tf, lens = count_chunk(tokens, vocab, len(lengths))
-        lengths.extend(lens.tolist())
-        triples = np.empty(len(term), dtype=_TRIPLE)
-        triples["term"], triples["doc"], triples["tf"] = term, doc, tf
-        triples.tofile(spill)
-        chunk_nnz.append(len(term))
-        df = np.pad(df, (0, len(vocab) - len(df)))
-        df += np.bincount(term, minlength=len(vocab))
-        tokens.clear()
-        if progress is not None:
-            progress(BuildProgress(len(lengths), raw.count, total, time.perf_counter() - start))
-
+    pool = ProcessPoolExecutor(workers) if workers > 1 else None
     with open(corpus, "rb") as fh, open(tmp / "passages" / "records.jsonl", "wb") as records, \
             open(tmp / "triples.tmp", "wb") as spill:
         raw, lines = _lines(fh, corpus.suffix == ".gz")
+
+        def take(chunk: _Chunk) -> None:
+            nonlocal df
+            for pid, lineno in zip(chunk.ids, chunk.linenos):
+                if pid in seen:
+                    raise CorpusError(f"{corpus}:{lineno}: duplicate id {pid!r}")
+                seen.add(pid)
+            for line in chunk.lines:
+                offsets.append(offsets[-1] + len(line))
+            records.write(b"".join(chunk.lines))
+            remap = np.fromiter(map(vocab.__getitem__, chunk.terms), dtype=np.int32, count=len(chunk.terms))
+            triples = np.empty(len(chunk.term), dtype=_TRIPLE)
+            triples["term"], triples["doc"], triples["tf"] = remap[chunk.term], chunk.doc + len(lengths), chunk.tf
+            triples.tofile(spill)
+            chunk_nnz.append(len(triples))
+            lengths.extend(chunk.lengths.tolist())
+            df = np.pad(df, (0, len(vocab) - len(df)))
+            df += np.bincount(triples["term"], minlength=len(vocab))
+            if progress is not None:
+                progress(BuildProgress(len(lengths), raw.count, total, time.perf_counter() - start))
+
         try:
-            for lineno, line in enumerate(lines, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                    raise CorpusError(f"{corpus}:{lineno}: malformed JSON ({getattr(exc, 'msg', exc)})") from None
-                if not isinstance(obj, dict):
-                    raise CorpusError(f"{corpus}:{lineno}: expected a JSON object")
-                p = passage_from_object(obj, corpus, lineno)
-                if p.id in seen:
-                    raise CorpusError(f"{corpus}:{lineno}: duplicate id {p.id!r}")
-                seen.add(p.id)
-                rec = json.dumps([p.id, p.title, p.sentences], ensure_ascii=False).encode() + b"\n"
-                records.write(rec)
-                offsets.append(offsets[-1] + len(rec))
-                tokens.append(passage_tokens(p))
-                if len(tokens) == chunk_size:
-                    flush()
+            if pool is None:
+                for numbered in _chunks(lines, chunk_size):
+                    take(_parse_chunk(corpus, numbered))
+            else:
+                pending: deque[Future[_Chunk]] = deque()
+                for numbered in _chunks(lines, chunk_size):
+                    pending.append(pool.submit(_parse_chunk, corpus, numbered))
+                    if len(pending) > workers:
+                        take(pending.popleft().result())
+                while pending:
+                    take(pending.popleft().result())
         except (OSError, EOFError) as exc:  # e.g. a truncated or non-gzip .gz
             raise CorpusError(f"{corpus}: unreadable ({exc})") from None
-        if tokens:
-            flush()
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
         while raw.read(1 << 20):  # hash whatever the reader left (e.g. a gzip trailer)
             pass
     del seen

@@ -132,13 +132,15 @@ class BM25Retriever:
             raise ValueError("cannot index an empty passage list")
         self.passages: Sequence[Passage] = list(passages)
         self.backend = backend
-        tokens = [passage_tokens(p) for p in self.passages]
-        self._matrix = build_matrix(tokens, k1, b)
         self._okapi = None
         if backend == "rank_bm25":
             from rank_bm25 import BM25Okapi
 
+            tokens = [passage_tokens(p) for p in self.passages]
             self._okapi = BM25Okapi(tokens, k1=k1, b=b)
+            self._matrix = build_matrix(tokens, k1, b)
+        else:  # a generator: no token lists of the whole corpus are kept
+            self._matrix = build_matrix((passage_tokens(p) for p in self.passages), k1, b)
 
     @classmethod
     def from_matrix(cls, passages: Sequence[Passage], matrix: BM25Matrix) -> BM25Retriever:
