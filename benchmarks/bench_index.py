@@ -21,8 +21,10 @@ peak RSS is that step's own:
   RSS, loop and search ms; and whether its trajectories (sub-queries and retrieved ids)
   equal the index workers' on all 60 questions.
 
-Prints a Markdown table. Peak RSS is ``ru_maxrss``; RSS counts the index's mapped pages
-the process touched.
+Prints a Markdown table with times as wall (CPU): on a shared machine the wall time
+includes waiting for a core, the CPU time is what the code costs. The 1-minute load
+average at the start of each size is printed too. Peak RSS is ``ru_maxrss``; RSS counts
+the index's mapped pages the process touched. Exit 1 if any trajectories differ.
 """
 
 from __future__ import annotations
@@ -113,6 +115,12 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _cpu_s() -> float:
+    """User + system CPU seconds of this process and its finished children (build workers)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def _answer(retriever) -> dict:
     """Loop and search timings over the golden questions, and the trajectories."""
     from rootweaver_innovations.demo import load_questions
@@ -121,17 +129,20 @@ def _answer(retriever) -> dict:
     rag = MultiHopRAG(retriever)
     questions = [q.question for q in load_questions()]
     first = [rag.multi_hop_search(q) for q in questions]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for q in questions:
         rag.multi_hop_search(q)
     loop_ms = (time.perf_counter() - t0) * 1000 / len(questions)
+    loop_cpu_ms = (time.process_time() - c0) * 1000 / len(questions)
     subs = [h.sub_query for r in first for h in r.hops]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for s in subs:
         retriever.search(s, 10)
     search_ms = (time.perf_counter() - t0) * 1000 / max(len(subs), 1)
+    search_cpu_ms = (time.process_time() - c0) * 1000 / max(len(subs), 1)
     traj = [[(h.sub_query, list(h.retrieved_ids)) for h in r.hops] for r in first]
-    return {"loop_ms": loop_ms, "search_ms": search_ms, "searches": len(subs), "trajectories": traj}
+    return {"loop_ms": loop_ms, "loop_cpu_ms": loop_cpu_ms, "search_ms": search_ms, "search_cpu_ms": search_cpu_ms,
+            "searches": len(subs), "trajectories": traj}
 
 
 def _child(argv: list[str]) -> None:
@@ -139,7 +150,7 @@ def _child(argv: list[str]) -> None:
     if mode == "build":
         from rootweaver_innovations.index import build_index
 
-        corpus, out = map(Path, rest)
+        corpus, out, workers = Path(rest[0]), Path(rest[1]), int(rest[2])
         t0 = time.perf_counter()
         last = [0.0]
 
@@ -148,8 +159,8 @@ def _child(argv: list[str]) -> None:
                 last[0] = time.perf_counter()
                 print(p.line(), file=sys.stderr, flush=True)
 
-        manifest = build_index(corpus, out, progress=progress)
-        res = {"build_s": time.perf_counter() - t0, "peak_mb": _peak_mb(),
+        manifest = build_index(corpus, out, workers=workers, progress=progress)
+        res = {"build_s": time.perf_counter() - t0, "cpu_s": _cpu_s(), "peak_mb": _peak_mb(),
                "vocab": manifest.components["bm25"]["vocab_size"], "nnz": manifest.components["bm25"]["nnz"]}
     elif mode == "worker":
         from rootweaver_innovations.index import open_index
@@ -165,8 +176,8 @@ def _child(argv: list[str]) -> None:
 
         t0 = time.perf_counter()
         retriever = BM25Retriever(load_corpus_jsonl(rest[0]))
-        build_s = time.perf_counter() - t0
-        res = {"build_s": build_s, **_answer(retriever), "rss_mb": _rss_mb(), "peak_mb": _peak_mb()}
+        build_s, cpu_s = time.perf_counter() - t0, _cpu_s()
+        res = {"build_s": build_s, "cpu_s": cpu_s, **_answer(retriever), "rss_mb": _rss_mb(), "peak_mb": _peak_mb()}
     print(json.dumps(res), flush=True)
     if mode == "worker" and rest[1:] == ["--hold"]:
         sys.stdin.readline()  # stay alive (mapped pages held) until the driver says so
@@ -194,11 +205,12 @@ def _private_mb(pid: int) -> float:
     return total / 1024
 
 
-def run(n: int, memory: bool, keep: bool) -> dict:
+def run(n: int, memory: bool, keep: bool, workers: int) -> dict:
     corpus = make_corpus(n)
     out = CACHE / f"index-{n}"
     shutil.rmtree(out, ignore_errors=True)
-    p = _start("build", str(corpus), str(out))
+    load = os.getloadavg()[0]
+    p = _start("build", str(corpus), str(out), str(workers))
     build = _result(p)
     p.wait()
     w1 = _start("worker", str(out), "--hold")
@@ -217,23 +229,26 @@ def run(n: int, memory: bool, keep: bool) -> dict:
         p.wait()
     if not keep:
         shutil.rmtree(out, ignore_errors=True)
-    return {"n": n, "build": build, "w1": r1, "w2": r2, "memory": mem,
+    return {"n": n, "load": load, "build": build, "w1": r1, "w2": r2, "memory": mem,
             "same_workers": r1["trajectories"] == r2["trajectories"],
             "same_memory": None if mem is None else mem["trajectories"] == r1["trajectories"]}
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| passages | terms | index build s | build peak RSS MB | open s | RSS answering MB | "
+    """Markdown table; times are wall (CPU) so a loaded machine's queueing is visible."""
+    head = ("| passages | terms | load avg | index build s | build peak RSS MB | open s | RSS answering MB | "
             "2nd worker adds MB | loop ms/q | search ms | in-memory build s | in-memory peak RSS MB | "
             "in-memory loop ms/q | in-memory search ms | trajectories = in-memory (60 q) |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
         b, w1, w2, m = r["build"], r["w1"], r["w2"], r["memory"]
-        mem = (f"{m['build_s']:.1f} | {m['peak_mb']:,.0f} | {m['loop_ms']:.2f} | {m['search_ms']:.2f} | "
+        mem = (f"{m['build_s']:.1f} ({m['cpu_s']:.1f}) | {m['peak_mb']:,.0f} | {m['loop_ms']:.2f} "
+               f"({m['loop_cpu_ms']:.2f}) | {m['search_ms']:.2f} ({m['search_cpu_ms']:.2f}) | "
                f"{'yes' if r['same_memory'] else 'NO'}") if m else "not run | | | | not run"
-        lines.append(f"| {r['n']:,} | {b['vocab']:,} | {b['build_s']:.1f} | {b['peak_mb']:,.0f} | {w1['open_s']:.2f} | "
-                     f"{w1['rss_mb']:,.0f} | {w2['private_mb']:,.0f} | {w1['loop_ms']:.2f} | {w1['search_ms']:.2f} | "
-                     f"{mem} |")
+        lines.append(f"| {r['n']:,} | {b['vocab']:,} | {r['load']:.1f} | {b['build_s']:.1f} ({b['cpu_s']:.1f}) | "
+                     f"{b['peak_mb']:,.0f} | {w1['open_s']:.2f} | {w1['rss_mb']:,.0f} | {w2['private_mb']:,.0f} | "
+                     f"{w1['loop_ms']:.2f} ({w1['loop_cpu_ms']:.2f}) | {w1['search_ms']:.2f} "
+                     f"({w1['search_cpu_ms']:.2f}) | {mem} |")
     return "\n".join(lines)
 
 
@@ -243,10 +258,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-memory-above", type=int, default=1_000_000,
                     help="no in-memory baseline above this many passages (it would not fit)")
     ap.add_argument("--keep", action="store_true", help="keep the built indexes under .cache/bench-index")
+    ap.add_argument("--workers", type=int, default=2, help="build processes (rootweaver index build --workers)")
     args = ap.parse_args(argv)
     rows = []
     for n in args.sizes:
-        r = run(n, n <= args.skip_memory_above, args.keep)
+        r = run(n, n <= args.skip_memory_above, args.keep, args.workers)
         rows.append(r)
         print(json.dumps({k: v for k, v in r.items() if k in ("n", "same_workers", "same_memory")}
                          | {"build": r["build"], "w1": {k: v for k, v in r["w1"].items() if k != "trajectories"},

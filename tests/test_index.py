@@ -55,6 +55,18 @@ def test_partial_top_k_equals_the_full_stable_sort(values, k):
     assert top_k_indices(scores, k).tolist() == full.tolist()
 
 
+@given(st.integers(min_value=0, max_value=2**32 - 1), st.integers(min_value=1, max_value=20_000),
+       st.integers(min_value=1, max_value=40), st.sampled_from([0.0, 0.001, 0.05, 0.5, 1.0]),
+       st.sampled_from([2, 5, 1000]))
+@settings(max_examples=300, deadline=None)
+def test_partial_top_k_with_a_strided_sample_equals_the_full_sort(seed, n, k, density, levels):
+    # long arrays (the sample is strided), mostly one value, ties at every level
+    rng = np.random.default_rng(seed)
+    scores = np.where(rng.random(n) < density, rng.integers(1, levels + 1, n) / levels, 0.0).astype(np.float32)
+    full = np.lexsort((np.arange(n), -scores))[:k]
+    assert top_k_indices(scores, k).tolist() == full.tolist()
+
+
 def test_partial_top_k_on_float32_and_many_zeros():
     scores = np.zeros(10_000, dtype=np.float32)
     scores[[7, 9000, 3]] = [1.5, 1.5, 2.0]
