@@ -405,8 +405,8 @@ def open_index(path: str | Path, corpus: str | Path | None = None) -> OpenIndex:
     bm25 = _component(path, manifest, "bm25")
     _component(path, manifest, "passages")
     try:
-        arrays = {name: np.load(path / "bm25" / f"{name}.npy", mmap_mode="r")
-                  for name in ("indptr", "indices", *IDFS)}
+        arrays = {name: np.load(path / "bm25" / f"{name}.npy", mmap_mode="r").view(np.ndarray)  # no memmap
+                  for name in ("indptr", "indices", *IDFS)}  # subclass overhead per slice
         offsets = np.load(path / "passages" / "offsets.npy", mmap_mode="r")
         terms = json.loads((path / "bm25" / "vocab.json").read_text(encoding="utf-8"))
         passages = PassageStore(path / "passages" / "records.jsonl", offsets)
