@@ -66,10 +66,6 @@ class BM25Matrix:
             out[self.indices[start:end]] += data[start:end]  # a passage occurs once per column
         return out
 
-    @property
-    def nnz(self) -> int:
-        return int(self.indptr[-1])
-
 
 def count_chunk(tokens: Sequence[Sequence[str]], vocab: Vocabulary, first_doc: int
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -126,7 +126,7 @@ class PassageStore(Sequence[Passage]):
     def __init__(self, records: Path, offsets: np.ndarray):
         self._path, self._offsets = records, offsets
         with open(records, "rb") as fh:
-            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if offsets[-1] else b""
+            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
     def __len__(self) -> int:
         return self._offsets.shape[0] - 1

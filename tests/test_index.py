@@ -173,6 +173,13 @@ def test_a_mismatched_index_is_refused(demo_index, tmp_path, edit, msg):
         open_index(copy)
 
 
+def test_components_are_named_and_a_missing_one_is_refused(demo_index):
+    index = open_index(demo_index)
+    assert index.component("bm25")["k1"] == 1.5 and index.component("passages")["count"] == 598
+    with pytest.raises(IndexFormatError, match="no 'titles' component"):
+        index.component("titles")
+
+
 def test_damaged_files_and_another_corpus_are_refused(demo_index, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(demo_index, copy)
