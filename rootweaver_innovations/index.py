@@ -20,9 +20,11 @@ an index whose format version or tokenizer settings differ from the running code
 missing or inconsistent file, or (when a corpus file is given) one built from another
 corpus (SHA-256 of the file's bytes).
 
-:func:`build_index` streams the corpus: passages are parsed, written and counted chunk by
-chunk and the ``(term, passage, tf)`` triples spill to a temporary file, so memory grows
-with the vocabulary and the nonzeros of one chunk, not with the corpus text.
+:func:`build_index` streams the corpus: chunks of lines are parsed and tokenised (by
+``workers`` processes), written and counted, and their ``(term, passage, tf)`` triples
+spill to a temporary file that a second pass scatters into the memory-mapped matrix. So
+memory grows with the vocabulary, an id and two integers per passage, and a few chunks,
+not with the corpus text.
 """
 
 from __future__ import annotations
