@@ -1,4 +1,4 @@
-"""``rootweaver`` command line: ask a multi-hop question, run the evals.
+"""``rootweaver`` command line: ask a multi-hop question, build a corpus index, run the evals.
 
 Exit codes: 0 success, 1 an eval check failed, 2 bad input (one-line message on stderr).
 """
@@ -9,6 +9,7 @@ import argparse
 import json
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from rootweaver_innovations.demo import DEMO_CORPUS, load_questions
 from rootweaver_innovations.extractive import extractive_synthesizer
 from rootweaver_innovations.multihop import MultiHopRAG
 from rootweaver_innovations.packing import Budget
-from rootweaver_innovations.retrieval import BM25Retriever
+from rootweaver_innovations.retrieval import BM25Retriever, Retriever
 from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, make_compactor, strategy_names
 
 from .argtypes import OneLineParser, positive_int
@@ -56,14 +57,23 @@ def _print_human(d: dict) -> None:
             print(f"  cites: {line}")
 
 
+def _retriever(args: argparse.Namespace) -> Retriever:
+    """The index ``--index`` memory-mapped (checked against ``--corpus`` if given), else BM25
+    in memory over ``--corpus`` or the bundled demo corpus."""
+    if args.index is not None:
+        from rootweaver_innovations.index import open_index
+
+        return open_index(args.index, corpus=args.corpus).retriever()
+    return BM25Retriever(load_corpus_jsonl(args.corpus or DEMO_CORPUS))
+
+
 def _cmd_ask(args: argparse.Namespace) -> int:
     question = _demo_question() if args.question is None else args.question
     if not question.strip():
         raise UsageError("the question is empty")
-    passages = load_corpus_jsonl(args.corpus)
     budget = Budget(args.max_chars, "chars") if args.max_chars else Budget(args.max_tokens, "tokens")
     rag = MultiHopRAG(
-        BM25Retriever(passages),
+        _retriever(args),
         synthesizer=extractive_synthesizer,
         max_hops=args.max_hops,
         compaction_enabled=args.compaction != "off",
@@ -105,12 +115,61 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_index_build(args: argparse.Namespace) -> int:
+    """Build an index; progress on stderr (one rewritten line on a terminal), summary on stdout."""
+    from rootweaver_innovations.index import build_index
+
+    tty, last = sys.stderr.isatty(), [0.0]
+
+    def progress(p) -> None:
+        if tty:
+            print(f"\r{p.line()}", end="", file=sys.stderr, flush=True)
+        elif p.seconds - last[0] >= 10:
+            last[0] = p.seconds
+            print(p.line(), file=sys.stderr, flush=True)
+
+    start = time.perf_counter()
+    m = build_index(args.corpus, args.out, workers=args.workers, chunk_size=args.chunk_size, progress=progress)
+    if tty:
+        print(file=sys.stderr)
+    bm = m.components["bm25"]
+    print(f"built {args.out}: {m.corpus.passages:,} passages, {bm['vocab_size']:,} terms, {bm['nnz']:,} postings "
+          f"in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def _cmd_index_info(args: argparse.Namespace) -> int:
+    """Print a usable index's manifest and file sizes (a refused one exits 2 with the reason)."""
+    from rootweaver_innovations.index import read_manifest
+
+    m = read_manifest(args.dir)
+    sizes = {f: (args.dir / f).stat().st_size if (args.dir / f).is_file() else None
+             for c in m.components.values() for f in c.get("files", ())}
+    info = {**m.to_json(), "file_bytes": sizes}
+    if args.json:
+        print(json.dumps(info, ensure_ascii=False, indent=2))
+        return 0
+    print(f"index {args.dir} (format version {m.format_version})")
+    print(f"corpus: {m.corpus.path}  {m.corpus.passages:,} passages  {m.corpus.bytes:,} bytes  "
+          f"sha256 {m.corpus.sha256}")
+    for name, comp in m.components.items():
+        params = ", ".join(f"{k}={v}" for k, v in comp.items() if k != "files")
+        size = sum(sizes[f] or 0 for f in comp.get("files", ()))
+        print(f"component {name}: {params}; {size / 2**20:,.1f} MiB on disk")
+    missing = [f for f, n in sizes.items() if n is None]
+    if missing:
+        raise UsageError(f"{args.dir}: missing index files: {', '.join(missing)}; rebuild it")
+    return 0
+
+
 def build_parser(with_evals: bool = False) -> argparse.ArgumentParser:
     p = OneLineParser(prog="rootweaver", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     ask = sub.add_parser("ask", help="answer a question over a corpus (bundled demo corpus by default)")
     ask.add_argument("question", nargs="?", help="the question; omitted: a bundled demo bridge question")
-    ask.add_argument("--corpus", type=Path, default=DEMO_CORPUS, help="JSONL corpus: {id, title, text} per line")
+    ask.add_argument("--corpus", type=Path, help="JSONL corpus: {id, title, text} per line (default: the bundled "
+                     "demo corpus); with --index: the file the index must have been built from")
+    ask.add_argument("--index", type=Path, help="index directory from `rootweaver index build`, memory-mapped")
     ask.add_argument("--compaction", choices=("off", *strategy_names()), default=DEFAULT_STRATEGY,
                      help=f"synth-context compaction (default {DEFAULT_STRATEGY}); off = the full context")
     size = ask.add_mutually_exclusive_group()
@@ -125,6 +184,18 @@ def build_parser(with_evals: bool = False) -> argparse.ArgumentParser:
     serve.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on 127.0.0.1:PORT")
     serve.add_argument("--user-id", help="user id passed to the flag provider (percentage rollouts)")
     serve.set_defaults(func=_cmd_serve)
+    index = sub.add_parser("index", help="build or inspect a persisted, memory-mapped corpus index")
+    isub = index.add_subparsers(dest="index_command", required=True, parser_class=OneLineParser)
+    build = isub.add_parser("build", help="stream a JSONL corpus into an index directory")
+    build.add_argument("corpus", type=Path, help="JSONL corpus ({id, title, text|sentences} per line; .gz ok)")
+    build.add_argument("--out", type=Path, required=True, help="index directory to create (must not exist)")
+    build.add_argument("--workers", type=positive_int, default=1, help="parsing/tokenising processes")
+    build.add_argument("--chunk-size", type=positive_int, default=20_000, help="passages per chunk")
+    build.set_defaults(func=_cmd_index_build)
+    info = isub.add_parser("info", help="show an index's manifest (format, corpus, tokenizer, components)")
+    info.add_argument("dir", type=Path)
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    info.set_defaults(func=_cmd_index_info)
     if with_evals:  # the evals live in their own package, imported only for `rootweaver eval`
         from evals.commands import add_eval_parsers
 
@@ -145,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(with_evals=raw[:1] == ["eval"]).parse_args(raw)
     try:
         return args.func(args)
-    except (UsageError, CorpusError, ValueError) as exc:
+    except (UsageError, CorpusError, ValueError, OSError) as exc:
         print(f"rootweaver: error: {exc}", file=sys.stderr)
         return 2
 

@@ -88,11 +88,16 @@ def _positive(v: float) -> bool:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetrieverConfig:
-    """The hop retriever: BM25 over a JSONL corpus (or the bundled demo corpus)."""
+    """The hop retriever: BM25 over a built index, a JSONL corpus, or the bundled demo corpus."""
 
     backend: str = _knob("bm25s", "str", "BM25 implementation.", choices=BACKENDS)
     corpus: str | None = _knob(
         None, "str", "JSONL corpus ({id, title, text|sentences} per line); null = the bundled demo corpus.",
+        nullable=True,
+    )
+    index: str | None = _knob(
+        None, "str", "Index directory built by `rootweaver index build`, opened memory-mapped (needs backend "
+        "bm25s); when set, corpus (if also set) must be the file it was built from; null = build in memory.",
         nullable=True,
     )
 
@@ -215,6 +220,9 @@ class MultiHopConfig:
         f, s = self.flags, self.source
         if f.provider == "unleash" and f.unleash.url is None:
             raise ConfigError(f"{s}: key 'flags.unleash.url' is required when flags.provider is 'unleash'")
+        if self.retriever.index is not None and self.retriever.backend != "bm25s":
+            raise ConfigError(f"{s}: key 'retriever.index' needs retriever.backend 'bm25s' (a built index is "
+                              f"a bm25s-style matrix), got {self.retriever.backend!r}")
         if self.llm.max_tokens >= self.llm.context_window:
             raise ConfigError(f"{s}: key 'llm.max_tokens' must be < llm.context_window "
                               f"({self.llm.context_window}), got {self.llm.max_tokens}")

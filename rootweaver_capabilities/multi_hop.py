@@ -84,7 +84,12 @@ class _TimedCompactor:
 
 
 def _default_retriever(cfg: RetrieverConfig) -> Retriever:
-    """BM25 over ``cfg.corpus``, or over the bundled demo corpus when it is null."""
+    """BM25 over the index ``cfg.index`` (memory-mapped; checked against ``cfg.corpus`` when
+    that is set too), else over ``cfg.corpus``, else over the bundled demo corpus."""
+    if cfg.index is not None:
+        from rootweaver_innovations.index import open_index
+
+        return open_index(cfg.index, corpus=cfg.corpus).retriever()
     if cfg.corpus is not None:
         from rootweaver_innovations.corpus import load_corpus_jsonl
 
@@ -118,7 +123,8 @@ class MultiHopCapability:
     """The multi-hop retrieval capability for an agent runtime (see the module docstring).
 
     ``flags`` defaults to the provider ``config.flags`` names; ``retriever`` to BM25 over
-    ``config.retriever``; ``synthesizer`` to an LLM synthesizer on ``config.llm`` (the
+    ``config.retriever`` (a built index is opened memory-mapped, so worker processes
+    share its pages); ``synthesizer`` to an LLM synthesizer on ``config.llm`` (the
     extractive answer when ``llm.base_url`` is null); ``metrics``
     to none. Safe to share across threads: one instance serves concurrent ``execute``
     calls.

@@ -23,6 +23,7 @@ __all__ = [
     "detect_layout",
     "load_corpus_jsonl",
     "load_qa_rows",
+    "passage_from_object",
     "read_jsonl",
     "split_sentences",
 ]
@@ -88,6 +89,22 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield lineno, obj
 
 
+def passage_from_object(obj: dict[str, Any], path: Path, lineno: int) -> Passage:
+    """The :class:`Passage` of one corpus line (``{"id", "title", "text"}``, or ``sentences``,
+    a list, instead of ``text``); :class:`CorpusError` naming ``path:lineno`` for a missing
+    or non-string field."""
+    for key in ("id", "title"):
+        if not isinstance(obj.get(key), str) or not obj[key]:
+            raise CorpusError(f"{path}:{lineno}: field {key!r} must be a non-empty string")
+    if isinstance(obj.get("sentences"), list) and obj["sentences"]:
+        sents = tuple(str(s).strip() for s in obj["sentences"] if str(s).strip())
+    elif isinstance(obj.get("text"), str) and obj["text"].strip():
+        sents = split_sentences(obj["text"])
+    else:
+        raise CorpusError(f"{path}:{lineno}: field 'text' must be a non-empty string")
+    return Passage(obj["id"], obj["title"], sents)
+
+
 def load_corpus_jsonl(path: str | Path) -> list[Passage]:
     """Load ``{"id", "title", "text"}`` lines (``sentences``, a list, may replace ``text``).
 
@@ -98,19 +115,11 @@ def load_corpus_jsonl(path: str | Path) -> list[Passage]:
     passages: list[Passage] = []
     seen: set[str] = set()
     for lineno, obj in read_jsonl(path):
-        for key in ("id", "title"):
-            if not isinstance(obj.get(key), str) or not obj[key]:
-                raise CorpusError(f"{path}:{lineno}: field {key!r} must be a non-empty string")
-        if isinstance(obj.get("sentences"), list) and obj["sentences"]:
-            sents = tuple(str(s).strip() for s in obj["sentences"] if str(s).strip())
-        elif isinstance(obj.get("text"), str) and obj["text"].strip():
-            sents = split_sentences(obj["text"])
-        else:
-            raise CorpusError(f"{path}:{lineno}: field 'text' must be a non-empty string")
-        if obj["id"] in seen:
-            raise CorpusError(f"{path}:{lineno}: duplicate id {obj['id']!r}")
-        seen.add(obj["id"])
-        passages.append(Passage(obj["id"], obj["title"], sents))
+        passage = passage_from_object(obj, path, lineno)
+        if passage.id in seen:
+            raise CorpusError(f"{path}:{lineno}: duplicate id {passage.id!r}")
+        seen.add(passage.id)
+        passages.append(passage)
     if not passages:
         raise CorpusError(f"{path}: no passages")
     return passages

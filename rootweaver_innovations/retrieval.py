@@ -9,14 +9,16 @@ indexed as ``title + " " + text``, so a query naming an entity finds its page.
 :class:`~rootweaver_innovations.embeddings.Embedder`); ``HybridRetriever`` fuses any
 retrievers by reciprocal rank fusion.
 
-Backends: ``"bm25s"`` (sparse-matrix scoring, the fast default) and ``"rank_bm25"``
-(rank-bm25's ``BM25Okapi``, the reference). Both use Okapi BM25 with k1=1.5, b=0.75 and
+Backends: ``"bm25s"`` (sparse-matrix scoring with bm25s's arithmetic, see
+:mod:`~rootweaver_innovations.bm25_matrix`; the fast default, and the one a saved index
+uses) and ``"rank_bm25"`` (rank-bm25's ``BM25Okapi``, the reference). Both use Okapi BM25 with k1=1.5, b=0.75 and
 the Robertson idf (with a Lucene-idf fallback for queries it scores all-zero, see
 :class:`BM25Retriever`). Ties are broken by corpus order, so results are deterministic.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ from typing import Protocol
 
 import numpy as np
 
+from .bm25_matrix import BM25Matrix, build_matrix
 from .compaction import STOP_WORDS
 from .corpus import Passage
 from .embeddings import Embedder
@@ -35,12 +38,15 @@ __all__ = [
     "Retriever",
     "ScoredPassage",
     "bm25_tokenize",
+    "passage_tokens",
     "rrf_fuse",
+    "tokenizer_settings",
     "top_k_indices",
 ]
 
 _WORD = re.compile(r"\w+")
 BACKENDS = ("bm25s", "rank_bm25")
+EMPTY_TOKEN = "<empty>"
 
 
 def bm25_tokenize(text: str) -> list[str]:
@@ -64,25 +70,61 @@ class Retriever(Protocol):
 
 
 def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` highest scores, descending, ties by lower index first."""
-    k = min(k, scores.shape[0])
-    order = np.lexsort((np.arange(scores.shape[0]), -scores))
-    return order[:k]
+    """Indices of the ``k`` highest scores, descending, ties by lower index first.
+
+    The same answer as a full stable sort of ``-scores`` without sorting everything:
+    the k-th highest value ``t`` of a strided sample (``~256 k`` elements) is a lower
+    bound of the k-th highest overall, so the top ``k`` are the scores above ``t`` -
+    or, when fewer than ``k`` are, those plus the lowest-indexed scores equal to ``t``.
+    Only these candidates are sorted (typically ``~n / 256`` of them; all ``n`` in the
+    worst case, never a wrong answer). ``scores`` is 1-D without NaN; ``k <= 0`` gives an
+    empty array, ``k >= len(scores)`` every index.
+    """
+    n = scores.shape[0]
+    k = min(k, n)
+    if k <= 0:
+        return np.empty(0, dtype=np.intp)
+    sample = scores[:: max(1, n // (256 * k))]
+    t = np.partition(sample, sample.shape[0] - k)[sample.shape[0] - k]
+    cand = np.flatnonzero(scores > t)
+    if cand.shape[0] < k:
+        cand = np.concatenate((cand, np.flatnonzero(scores == t)[: k - cand.shape[0]]))
+    return cand[np.lexsort((cand, -scores[cand]))][:k]
+
+
+def passage_tokens(passage: Passage) -> list[str]:
+    """What BM25 indexes for ``passage``: the tokens of ``title + " " + text``, or
+    ``[EMPTY_TOKEN]`` when there are none (so every passage has a length)."""
+    return bm25_tokenize(f"{passage.title} {passage.text}") or [EMPTY_TOKEN]
+
+
+def tokenizer_settings() -> dict[str, object]:
+    """Everything that decides :func:`passage_tokens`; a saved index records it and is
+    refused when it differs from the running code's."""
+    stop = hashlib.sha256("\n".join(sorted(STOP_WORDS)).encode()).hexdigest()
+    return {"pattern": _WORD.pattern, "lowercase": True, "stop_words_sha256": stop, "empty_token": EMPTY_TOKEN,
+            "fields": "title + ' ' + text"}
 
 
 class BM25Retriever:
-    """BM25 over a fixed list of passages.
+    """BM25 over a fixed sequence of passages.
 
     ``backend`` is ``"bm25s"`` (default) or ``"rank_bm25"``; anything else raises
     ``ValueError``. An empty passage list raises ``ValueError``. ``search`` with ``k < 1``
     raises ``ValueError``; a query with no indexable token returns an empty list.
+
+    The ``bm25s`` backend scores with a :class:`~rootweaver_innovations.bm25_matrix.BM25Matrix`
+    (bit-identical to the bm25s library's scores); :meth:`from_matrix` wraps one that was
+    saved and memory-mapped (:mod:`rootweaver_innovations.index`), with ``passages`` any
+    sequence that reads a passage by position, e.g. from disk.
 
     In a small corpus every query term may occur in at least half of the passages, where
     the Robertson idf is <= 0 and every passage scores 0 (rank-bm25 floors only negative
     idf). Such a query is then scored with Lucene's idf, ``log(1 + (N - df + 0.5) / (df +
     0.5))``, which is always positive, so it still ranks the passages that hold its terms
     (10 of the 1100 HotpotQA questions over their own paragraphs). Every other query keeps
-    its Robertson scores.
+    its Robertson scores. Both idfs are precomputed in the matrix: the fallback never
+    builds anything at query time.
     """
 
     def __init__(self, passages: Sequence[Passage], backend: str = "bm25s", k1: float = 1.5, b: float = 0.75):
@@ -90,43 +132,52 @@ class BM25Retriever:
             raise ValueError(f"unknown BM25 backend {backend!r}; choose one of {sorted(BACKENDS)}")
         if not passages:
             raise ValueError("cannot index an empty passage list")
-        self.passages = list(passages)
+        self.passages: Sequence[Passage] = list(passages)
         self.backend = backend
-        self._tokens = [bm25_tokenize(f"{p.title} {p.text}") or ["<empty>"] for p in self.passages]
-        self._k1, self._b = k1, b
-        self._lucene = None
-        if backend == "bm25s":
-            self._index = self._bm25s("robertson")
-            self._vocab = set(self._index.vocab_dict)
-        else:
+        self._okapi = None
+        if backend == "rank_bm25":
             from rank_bm25 import BM25Okapi
 
-            self._index = BM25Okapi(self._tokens, k1=k1, b=b)
-            self._vocab = set(self._index.idf)
+            tokens = [passage_tokens(p) for p in self.passages]
+            self._okapi = BM25Okapi(tokens, k1=k1, b=b)
+            self._matrix = build_matrix(tokens, k1, b)
+        else:  # a generator: no token lists of the whole corpus are kept
+            self._matrix = build_matrix((passage_tokens(p) for p in self.passages), k1, b)
 
-    def _bm25s(self, method: str):
-        import bm25s
-
-        index = bm25s.BM25(k1=self._k1, b=self._b, method=method)
-        index.index(self._tokens, show_progress=False)
-        return index
+    @classmethod
+    def from_matrix(cls, passages: Sequence[Passage], matrix: BM25Matrix) -> BM25Retriever:
+        """The ``bm25s``-backend retriever over a prebuilt ``matrix`` whose columns index
+        ``passages`` (same length, same order); nothing is copied."""
+        if len(passages) != matrix.num_docs:
+            raise ValueError(f"{len(passages)} passages for a BM25 matrix of {matrix.num_docs}")
+        self = cls.__new__(cls)
+        self.passages, self.backend, self._matrix, self._okapi = passages, "bm25s", matrix, None
+        return self
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every passage for ``query`` (float64, corpus order)."""
-        q = [t for t in bm25_tokenize(query) if t in self._vocab]
+        return self._scores(query).astype(np.float64)
+
+    def _scores(self, query: str) -> np.ndarray:
+        """:meth:`scores` in the backend's own dtype (float32 for the matrix: half the
+        memory traffic per search, and the same order and values once widened)."""
+        vocab = self._matrix.vocab
+        q = [t for t in bm25_tokenize(query) if t in vocab]
         if not q:
-            return np.zeros(len(self.passages))
-        s = np.asarray(self._index.get_scores(q), dtype=np.float64)
+            return np.zeros(len(self.passages), dtype=np.float32)
+        ids = [vocab[t] for t in q]
+        if self._okapi is not None:
+            s = np.asarray(self._okapi.get_scores(q), dtype=np.float64)
+        else:
+            s = self._matrix.scores(ids, "robertson")
         if not s.any():  # every term's Robertson idf <= 0: Lucene idf (see the class docstring)
-            if self._lucene is None:
-                self._lucene = self._bm25s("lucene")
-            s = np.asarray(self._lucene.get_scores(q), dtype=np.float64)
+            s = self._matrix.scores(ids, "lucene")
         return s
 
     def search(self, query: str, k: int) -> list[ScoredPassage]:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        s = self.scores(query)
+        s = self._scores(query)
         if not s.any():
             return []
         idx = [i for i in top_k_indices(s, k) if s[i] > 0]

@@ -1,0 +1,145 @@
+"""The sparse BM25 score matrix shared by the in-memory retriever and the on-disk index.
+
+A :class:`BM25Matrix` is a CSC term x passage matrix: column ``t`` lists the passages
+holding term ``t`` (``indices``, ascending) with two precomputed float32 scores, one with
+the Robertson idf (``log(max(1, (N - df + 0.5) / (df + 0.5)))``, the main ranking) and
+one with Lucene's idf (``log(1 + (N - df + 0.5) / (df + 0.5))``, the fallback for a
+query whose terms all have a Robertson idf of 0). Both are built in the same pass, so
+the fallback costs one float32 per nonzero and never a rebuild in the middle of a request.
+
+The arithmetic is bm25s 0.3.16's (``method="robertson"`` / ``"lucene"``) step for step:
+idf computed with ``math.log`` and stored as float32, the term-frequency component in
+float64, their product rounded to float32, and a query's scores summed in float32 in
+query-term order. A query's scores are therefore bit-identical to
+``bm25s.BM25(...).get_scores(tokens)`` on the same token lists (the tests check this).
+
+Building is split in two steps so that it can stream: :func:`count_chunk` turns a chunk
+of token lists into ``(term, passage, tf)`` triples against a growing :class:`Vocabulary`,
+and :func:`scatter_scores` writes triples (in passage order) into preallocated CSC arrays,
+which may be ``np.memmap`` files.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import chain, islice
+
+import numpy as np
+
+__all__ = ["IDFS", "BM25Matrix", "Vocabulary", "build_matrix", "count_chunk", "idf_weights", "scatter_scores"]
+
+IDFS = ("robertson", "lucene")
+
+
+class Vocabulary(dict):
+    """term -> id, ids assigned in first-seen order; looking up an unseen term adds it."""
+
+    def __missing__(self, term: str) -> int:
+        tid = self[term] = len(self)
+        return tid
+
+
+@dataclass(frozen=True, slots=True)
+class BM25Matrix:
+    """CSC BM25 scores: ``indptr`` (int64, V+1), ``indices`` (int32 passage ids, ascending
+    within a column), ``robertson`` / ``lucene`` (float32, aligned with ``indices``).
+
+    ``vocab`` maps a term to its column. The arrays may be memory-mapped read-only.
+    """
+
+    vocab: Mapping[str, int]
+    indptr: np.ndarray
+    indices: np.ndarray
+    robertson: np.ndarray
+    lucene: np.ndarray
+    num_docs: int
+
+    def scores(self, term_ids: Sequence[int], idf: str = "robertson") -> np.ndarray:
+        """float32 BM25 score of every passage for the query terms ``term_ids`` (repeats
+        count again), summed in the given order; ``idf`` is ``"robertson"`` or ``"lucene"``."""
+        data = self.robertson if idf == "robertson" else self.lucene
+        out = np.zeros(self.num_docs, dtype=np.float32)
+        for t in term_ids:
+            start, end = int(self.indptr[t]), int(self.indptr[t + 1])
+            out[self.indices[start:end]] += data[start:end]  # a passage occurs once per column
+        return out
+
+
+def count_chunk(tokens: Sequence[Sequence[str]], vocab: Vocabulary, first_doc: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(term, doc, tf, lengths)`` of a chunk of token lists whose first passage is ``first_doc``.
+
+    ``term``/``doc`` are int32 and sorted by ``(doc, term)``; ``tf`` (int32) counts the term
+    in the passage; ``lengths`` (int64) is the token count of each passage. New terms are
+    added to ``vocab``.
+    """
+    lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+    ids = np.fromiter(map(vocab.__getitem__, chain.from_iterable(tokens)), dtype=np.int64,
+                      count=int(lengths.sum()))
+    docs = np.repeat(np.arange(first_doc, first_doc + len(tokens), dtype=np.int64), lengths)
+    keys, tf = np.unique((docs << 32) | ids, return_counts=True)
+    return (keys & 0xFFFFFFFF).astype(np.int32), (keys >> 32).astype(np.int32), tf.astype(np.int32), lengths
+
+
+def idf_weights(df: np.ndarray, num_docs: int) -> dict[str, np.ndarray]:
+    """float32 Robertson (floored at 0) and Lucene idf per term, as bm25s computes them."""
+    rob = np.zeros(len(df), dtype=np.float32)
+    luc = np.zeros(len(df), dtype=np.float32)
+    for t, d in enumerate(df.tolist()):
+        if d:
+            inner = (num_docs - d + 0.5) / (d + 0.5)
+            rob[t] = math.log(max(inner, 1))
+            luc[t] = math.log(1 + inner)
+    return {"robertson": rob, "lucene": luc}
+
+
+def scatter_scores(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], df: np.ndarray,
+                   lengths: np.ndarray, k1: float, b: float, out: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Fill ``out["indices"]``, ``out["robertson"]``, ``out["lucene"]`` (length ``df.sum()``)
+    from ``(term, doc, tf)`` chunks given in ascending passage order; return ``indptr``.
+
+    ``lengths`` holds every passage's token count (its mean is the average length).
+    """
+    indptr = np.zeros(len(df) + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    heads = indptr[:-1].copy()
+    idf = idf_weights(df, len(lengths))
+    avg = lengths.mean()
+    for term, doc, tf in chunks:
+        order = np.argsort(term, kind="stable")  # by term, passages stay ascending
+        term, doc, tf = term[order], doc[order], tf[order].astype(np.float64)
+        counts = np.bincount(term, minlength=len(df))
+        first = np.cumsum(counts) - counts
+        pos = heads[term] + (np.arange(len(term)) - first[term])
+        heads += counts
+        tfc = tf / (k1 * ((1 - b) + b * lengths[doc].astype(np.float64) / avg) + tf)
+        out["indices"][pos] = doc
+        for name in IDFS:
+            out[name][pos] = (idf[name][term].astype(np.float64) * tfc).astype(np.float32)
+    return indptr
+
+
+def build_matrix(tokens: Iterable[Sequence[str]], k1: float, b: float, chunk_size: int = 20_000) -> BM25Matrix:
+    """A :class:`BM25Matrix` in memory over non-empty token lists (one per passage).
+
+    ``tokens`` is consumed ``chunk_size`` lists at a time, so a generator keeps at most
+    one chunk of token strings alive.
+    """
+    vocab, it = Vocabulary(), iter(tokens)
+    chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    lengths: list[np.ndarray] = []
+    num_docs = 0
+    while batch := list(islice(it, chunk_size)):
+        term, doc, tf, lens = count_chunk(batch, vocab, num_docs)
+        chunks.append((term, doc, tf))
+        lengths.append(lens)
+        num_docs += len(batch)
+    df = np.zeros(len(vocab), dtype=np.int64)
+    for term, _, _ in chunks:
+        df += np.bincount(term, minlength=len(vocab))
+    nnz = int(df.sum())
+    out = {"indices": np.empty(nnz, np.int32), **{name: np.empty(nnz, np.float32) for name in IDFS}}
+    indptr = scatter_scores(chunks, df, np.concatenate(lengths), k1, b, out)
+    return BM25Matrix(dict(vocab), indptr, out["indices"], out["robertson"], out["lucene"], num_docs)
