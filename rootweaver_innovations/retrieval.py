@@ -65,9 +65,14 @@ class Retriever(Protocol):
 
 def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` highest scores, descending, ties by lower index first."""
-    k = min(k, scores.shape[0])
-    order = np.lexsort((np.arange(scores.shape[0]), -scores))
-    return order[:k]
+    n = scores.shape[0]
+    k = min(k, n)
+    if k < 1:
+        return np.arange(0)
+    # Only scores >= the k-th largest can be in the top k (ties at it included), so sort those alone.
+    kth = np.partition(scores, n - k)[n - k]
+    cand = np.flatnonzero(scores >= kth)
+    return cand[np.lexsort((cand, -scores[cand]))][:k]
 
 
 class BM25Retriever:
