@@ -92,9 +92,14 @@ def _cmd_e2e(args: argparse.Namespace) -> int:
     from .render import e2e_markdown
 
     path, rows = _rows(args)
-    rep = run_multihop_eval(rows, budgets=args.budgets, show_progress=not args.quiet)
-    rep["provenance"] = provenance(["rootweaver", *sys.argv[1:]], [path])
-    _finish(args.name or f"e2e-{args.dataset}", args, rep, e2e_markdown(rep, rep["provenance"]))
+    rep = run_multihop_eval(
+        rows, budgets=args.budgets, strategies=args.strategies, max_passages=args.max_passages,
+        stop_rule=args.stop_rule, opaque_titles=args.opaque_titles, n_resamples=args.resamples, seed=args.seed,
+        show_progress=not args.quiet,
+    )
+    rep["provenance"] = provenance(["rootweaver", *sys.argv[1:]], [path], {"bootstrap": args.seed})
+    name = f"e2e-{args.dataset}-{args.rows}{'-opaque' if args.opaque_titles else ''}"
+    _finish(args.name or name, args, rep, e2e_markdown(rep, rep["provenance"]))
     return 0 if rep["trajectories_identical_across_settings"] else 1
 
 
@@ -123,6 +128,8 @@ def _cmd_quality(args: argparse.Namespace) -> int:
 def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     """Register ``eval`` and its subcommands on the top-level parser's subparsers."""
     from rootweaver_capabilities.cli import _positive_int
+
+    from rootweaver_innovations.multihop import STOP_RULES
 
     from .datasets import DATASETS
     from .packing import BUDGETS, POLICY_ORDER
@@ -166,6 +173,14 @@ def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     e = esub.add_parser("e2e", help="MultiHopRAG on the open pool: all-gold retrieval and synth-context survival")
     data(e)
     e.add_argument("--budgets", type=_csv_ints, default=[500, 1000, 2000])
+    e.add_argument("--strategies", type=_csv, default=["line", "submodular"], help="compactors of the context side")
+    e.add_argument("--max-passages", type=_positive_int, default=10, help="the loop's passage budget per question")
+    e.add_argument("--stop-rule", choices=STOP_RULES, default="evidence", help="the loop's hop policy")
+    e.add_argument("--opaque-titles", action="store_true", help="replace every passage title by an opaque id")
+    e.add_argument("--rows", choices=("all", "even", "odd"), default="all",
+                   help="even/odd-indexed rows only (after --limit): the tuning / held-out halves")
+    e.add_argument("--resamples", type=int, default=10_000, help="paired-bootstrap resamples")
+    e.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     common(e)
     e.set_defaults(func=_cmd_e2e)
 

@@ -63,22 +63,37 @@ def packing_markdown(rep: dict, prov: dict) -> str:
 
 def e2e_markdown(rep: dict, prov: dict) -> str:
     out = _head("MultiHopRAG end to end on the open pool", prov)
-    ag = rep["all_gold"]
-    out += [f"{rep['n_questions']} questions over a pool of {rep['pool_passages']} paragraphs; "
-            f"{rep['passages_per_hop']} passages per hop; hop counts {rep['hop_count_distribution']}; "
-            f"trajectories identical across settings: {rep['trajectories_identical_across_settings']}.", "",
-            "| retrieval | passages | all gold retrieved |", "|---|---|---|",
-            f"| MultiHopRAG loop | {rep['mean_passages_loop']:.2f} (mean) | {ag['loop']:.3f} |",
-            f"| single-shot BM25, same number as the loop | {rep['mean_passages_loop']:.2f} (mean) | {ag['single_same_n']:.3f} |",
-            f"| single-shot BM25 top-5 | 5 | {ag['single_5']:.3f} |",
-            f"| single-shot BM25 top-10 | 10 | {ag['single_10']:.3f} |",
-            f"| naive two-hop 5 + 5 | 10 | {ag['two_hop_5_5']:.3f} |", "",
-            f"Synth context (answer-in-context over {rep['n_answer_in_context']} non-yes/no questions):", "",
-            "| strategy | budget (chars) | answer-in-context | gold coverage | median chars | max chars |",
-            "|---|---|---|---|---|---|"]
+    ag, ci = rep["all_gold"], rep["ci_loop_minus"]
+    n, loop = f"{rep['mean_passages_loop']:.2f} (mean)", rep["loop"]
+
+    def vs(name: str) -> str:
+        c = ci[name]
+        return f"{c['mean_diff']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]"
+
+    out += [f"{rep['n_questions']} questions ({rep['n_scored']} with gold) over a pool of {rep['pool_passages']} "
+            f"paragraphs{' with opaque titles' if rep['opaque_titles'] else ''}; loop stop_rule "
+            f"{loop['stop_rule']}, max_passages {loop['max_passages']}; hop counts {rep['hop_count_distribution']}; "
+            f"stop reasons {rep['stop_reasons']}; trajectories identical across settings: "
+            f"{rep['trajectories_identical_across_settings']}.", "",
+            "| retrieval | passages | all gold retrieved | loop minus it, 95% paired-bootstrap CI |",
+            "|---|---|---|---|",
+            f"| MultiHopRAG loop | {n} | {ag['loop']:.3f} | |",
+            f"| seed coverage-rule loop | {rep['mean_passages_coverage_loop']:.2f} (mean) | {ag['coverage_loop']:.3f} "
+            f"| {vs('coverage_loop')} |",
+            f"| single-shot BM25, same number as the loop | {n} | {ag['single_same_n']:.3f} | {vs('single_same_n')} |",
+            f"| single-shot BM25 top-5 | 5 | {ag['single_5']:.3f} | {vs('single_5')} |",
+            f"| single-shot BM25 top-10 | 10 | {ag['single_10']:.3f} | {vs('single_10')} |",
+            f"| naive two-hop 5 + 5 | 10 | {ag['two_hop_5_5']:.3f} | {vs('two_hop_5_5')} |", "",
+            f"Synth context (answer-in-context over {rep['n_answer_in_context']} non-yes/no questions; "
+            "the same compaction after the seed coverage-rule loop beside it):", "",
+            "| strategy | budget (chars) | answer-in-context | coverage loop | diff, 95% CI | gold coverage "
+            "| median chars | max chars |",
+            "|---|---|---|---|---|---|---|---|"]
     for c in rep["context"]:
+        d = c["aic_ci_vs_coverage_loop"]
         out.append(f"| {c['strategy']} | {c['budget'] or '-'} | {c['answer_in_context']:.3f} | "
-                   f"{c['gold_coverage']:.3f} | {c['median_chars']:.0f} | {c['max_chars_seen']} |")
+                   f"{c['answer_in_context_coverage_loop']:.3f} | {d['mean_diff']:+.3f} [{d['low']:+.3f}, "
+                   f"{d['high']:+.3f}] | {c['gold_coverage']:.3f} | {c['median_chars']:.0f} | {c['max_chars_seen']} |")
     return "\n".join(out) + "\n"
 
 

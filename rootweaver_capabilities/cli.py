@@ -92,6 +92,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         BM25Retriever(passages),
         synthesizer=extractive_answer,
         max_hops=args.max_hops,
+        max_passages=args.max_passages,
         compaction_enabled=args.compaction != "off",
         compaction_max_chars=args.max_chars,
         compactor=make_compactor(args.compaction if args.compaction != "off" else "line"),
@@ -140,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--compaction", choices=("off", *STRATEGIES), default="line")
     ask.add_argument("--max-chars", type=_positive_int, default=2000, help="synth-context budget in chars")
     ask.add_argument("--max-hops", type=_positive_int, default=5)
+    ask.add_argument("--max-passages", type=_positive_int, default=10, help="most passages in the trajectory")
     ask.add_argument("--json", action="store_true", help="print one JSON object")
     ask.set_defaults(func=_cmd_ask)
     serve = sub.add_parser("serve", help="answer questions from stdin via MultiHopCapability; optional /metrics")

@@ -153,6 +153,8 @@ class MultiHopCapability:
                         retriever=retriever,
                         synthesizer=synthesizer,
                         max_hops=cfg.max_hops,
+                        max_passages=cfg.max_passages,
+                        stop_rule=cfg.stop_rule,
                         passages_per_hop=cfg.passages_per_hop,
                         answerability_threshold=cfg.answerability_threshold,
                         compaction_max_chars=cfg.compaction.max_chars,

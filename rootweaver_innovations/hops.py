@@ -62,6 +62,7 @@ REASON_FILL = "question, next best passages"
 
 _TOKEN = re.compile(r"\w+")
 _PAREN = re.compile(r"\s*\([^)]*\)")
+_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
 _CAP_SPAN = re.compile(
     r"(?:[A-Z][\w'’.\-]*|\d[\w\-]*)(?:\s+(?:(?:of|the|de|and|von|van|del|la|le|du|da)\s+)*"
     r"(?:[A-Z][\w'’.\-]*|\d[\w\-]*))*"
@@ -115,17 +116,35 @@ def _key(text: str) -> str:
 
 
 def title_keys(title: str) -> tuple[str, ...]:
-    """Normalised keys of a title: whole, without "(qualifier)", before the first comma.
+    """Normalised keys of a title: whole, without "(qualifier)", before the first comma, and
+    that without a leading article.
 
     A key needs 4+ characters and a token that is not a stop word.
     """
     bare = _PAREN.sub("", title).strip()
     out = []
-    for variant in (title, bare, bare.split(",")[0]):
+    for variant in (title, bare, bare.split(",")[0], _ARTICLE.sub("", bare.split(",")[0])):
         key = _key(variant)
         if len(key) >= 4 and any(t not in STOP_WORDS for t in key.split()) and key not in out:
             out.append(key)
     return tuple(out)
+
+
+def _capital(text: str, at: int) -> bool:
+    return text[at].isupper() or text[at].isdigit()
+
+
+def _inside_longer_name(text: str, words: Sequence[re.Match], start: int, end: int) -> bool:
+    """Whether words ``start:end`` are only part of a longer capitalised name: the word
+    right after them, or the one right before them (not "The"), is capitalised with only
+    spaces in between."""
+    if end < len(words) and not text[words[end - 1].end() : words[end].start()].strip() and \
+            _capital(text, words[end].start()):
+        return True
+    if start > 0 and not text[words[start - 1].end() : words[start].start()].strip() and \
+            _capital(text, words[start - 1].start()) and words[start - 1].group(0) not in _LEADING:
+        return True
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +178,10 @@ class TitleIndex:
         return self._pages.get(key, ())
 
     def mentions(self, text: str, *, proper_only: bool = True) -> list[Mention]:
-        """Title keys mentioned in ``text``, first occurrence order, longest match at a position.
+        """Title keys mentioned in ``text``, first occurrence order; matches do not overlap.
+
+        Scanning left to right, the longest key starting at a word is taken and the scan
+        resumes after it.
 
         With ``proper_only`` a match must start with a capital letter or a digit in ``text``
         (running prose); questions are matched without it (they are often lower-cased).
@@ -167,15 +189,18 @@ class TitleIndex:
         words = list(_TOKEN.finditer(text))
         tokens = [w.group(0).lower() for w in words]
         found: dict[str, Mention] = {}
-        for i, tok in enumerate(tokens):
-            lengths = self._lengths.get(tok)
-            if not lengths or (proper_only and not (text[words[i].start()].isupper() or tok[0].isdigit())):
-                continue
-            for n in lengths:
+        i = 0
+        while i < len(tokens):
+            lengths = self._lengths.get(tokens[i], ())
+            if proper_only and not _capital(text, words[i].start()):
+                lengths = ()
+            n = next((n for n in lengths if i + n <= len(tokens) and " ".join(tokens[i : i + n]) in self._pages), 0)
+            if n and proper_only and _inside_longer_name(text, words, i, i + n):
+                n = 0
+            if n:
                 key = " ".join(tokens[i : i + n])
-                if i + n <= len(tokens) and key in self._pages:
-                    found.setdefault(key, Mention(key, text[words[i].start() : words[i + n - 1].end()]))
-                    break
+                found.setdefault(key, Mention(key, text[words[i].start() : words[i + n - 1].end()]))
+            i += max(n, 1)
         return list(found.values())
 
 
@@ -250,11 +275,15 @@ def _query(entity: str, terms: Sequence[str]) -> str:
 def plan_bridges(
     question: str,
     first_hop: Sequence[Passage],
+    ranked: Sequence[Passage],
     retriever: Retriever,
     index: TitleIndex,
     schedule: HopSchedule,
 ) -> list[Proposal]:
     """The ordered bridge sub-queries after the first hop (see the module docstring).
+
+    ``ranked`` is the retriever's ranking for the question (``first_hop`` is its head),
+    ``schedule.link_depth`` deep; it orders the titles the question names.
 
     Every proposal's sub-query is its entity plus the question terms (BM25 tokens) that
     the entity's own passage or sentence does not already hold. Entities already covered by
@@ -276,10 +305,10 @@ def plan_bridges(
 
     for name in comparison_entities(question) or ():
         entity_proposal(name, REASON_COMPARISON)
-    q_score = {h.passage.id: h.score for h in retriever.search(question, schedule.link_depth)}
+    q_rank = {p.id: r for r, p in enumerate(ranked[: schedule.link_depth])}
     named = [m for m in index.mentions(question, proper_only=False)
              if any(p.id not in seen_ids for p in index.pages(m.key))]
-    named.sort(key=lambda m: -max(q_score.get(p.id, 0.0) for p in index.pages(m.key)))
+    named.sort(key=lambda m: min(q_rank.get(p.id, len(q_rank)) for p in index.pages(m.key)))
     for m in named[: schedule.question_links]:
         entity_proposal(m.surface, REASON_QUESTION_ENTITY)
 

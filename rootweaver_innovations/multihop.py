@@ -345,13 +345,14 @@ class MultiHopRAG:
     def _evidence_hops(self, question: str):
         """The evidence policy: yields ``(sub_query, reason, passages)`` per hop, then the stop reason."""
         schedule = self.hop_policy.for_budget(self.max_passages)
-        first = self._retrieve_new(question, set(), min(schedule.first_hop, self.max_passages))
+        ranked = [h.passage for h in self.retriever.search(question, max(schedule.link_depth, self.max_passages))]
+        first = ranked[: min(schedule.first_hop, self.max_passages)]
         if not first:
             return STOP_NO_NEW_EVIDENCE
         seen = {p.id for p in first}
         yield question, REASON_QUESTION, first
         hops = 1
-        for proposal in plan_bridges(question, first, self.retriever, self.title_index, schedule):
+        for proposal in plan_bridges(question, first, ranked, self.retriever, self.title_index, schedule):
             if len(seen) >= self.max_passages:
                 return STOP_PASSAGE_BUDGET
             if hops >= self.max_hops - 1:
@@ -366,7 +367,7 @@ class MultiHopRAG:
             return STOP_PASSAGE_BUDGET
         if hops >= self.max_hops:
             return STOP_MAX_HOPS
-        fill = self._retrieve_new(question, seen, self.max_passages - len(seen))
+        fill = [p for p in ranked if p.id not in seen][: self.max_passages - len(seen)]  # ranked is max_passages deep
         if not fill:
             return STOP_NO_NEW_EVIDENCE
         seen.update(p.id for p in fill)

@@ -65,14 +65,12 @@ class Retriever(Protocol):
 
 def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` highest scores, descending, ties by lower index first."""
-    n = scores.shape[0]
-    k = min(k, n)
-    if k < 1:
-        return np.arange(0)
-    # Only scores >= the k-th largest can be in the top k (ties at it included), so sort those alone.
-    kth = np.partition(scores, n - k)[n - k]
-    cand = np.flatnonzero(scores >= kth)
-    return cand[np.lexsort((cand, -scores[cand]))][:k]
+    k = min(k, scores.shape[0])
+    positive = np.flatnonzero(scores > 0)
+    if positive.shape[0] >= k:  # any positive score beats every other one: sort the (sparse) positives only
+        return positive[np.lexsort((positive, -scores[positive]))][:k]
+    order = np.lexsort((np.arange(scores.shape[0]), -scores))
+    return order[:k]
 
 
 class BM25Retriever:
