@@ -66,11 +66,15 @@ class Retriever(Protocol):
 def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` highest scores, descending, ties by lower index first."""
     k = min(k, scores.shape[0])
-    positive = np.flatnonzero(scores > 0)
-    if positive.shape[0] >= k:  # any positive score beats every other one: sort the (sparse) positives only
-        return positive[np.lexsort((positive, -scores[positive]))][:k]
-    order = np.lexsort((np.arange(scores.shape[0]), -scores))
-    return order[:k]
+    cand = np.flatnonzero(scores > 0)
+    if cand.shape[0] < k:
+        return np.lexsort((np.arange(scores.shape[0]), -scores))[:k]
+    # Any positive score beats every other one, so the top k are among the (sparse) positives,
+    # and among those only scores >= the k-th largest (ties at it included) can be.
+    values = scores[cand]
+    kth = np.partition(values, values.shape[0] - k)[values.shape[0] - k]
+    cand = cand[values >= kth]
+    return cand[np.lexsort((cand, -scores[cand]))][:k]
 
 
 class BM25Retriever:
