@@ -163,7 +163,8 @@ class MultiHopCapability:
                     on = None
                     if cfg.compaction.enabled:
                         timed = _TimedCompactor(make_compactor(cfg.compaction.strategy), self._clock)
-                        on = MultiHopRAG(**common, decomposer=off.decomposer, compaction_enabled=True,
+                        on = MultiHopRAG(**common, decomposer=off.decomposer, title_index=off.title_index,
+                                         compaction_enabled=True,
                                          compactor=timed)
                     self._rags = (off, on)
                 rags = self._rags

@@ -35,6 +35,7 @@ from .corpus import Passage
 from .retrieval import Retriever, bm25_tokenize
 
 __all__ = [
+    "POLICY_FILE",
     "REASON_COMPARISON",
     "REASON_FILL",
     "REASON_QUESTION",
@@ -43,12 +44,14 @@ __all__ = [
     "REASON_TITLE_LINK",
     "HopPolicyParams",
     "HopSchedule",
+    "Mention",
     "Proposal",
     "TitleIndex",
     "comparison_entities",
     "entity_spans",
     "load_hop_policy",
     "plan_bridges",
+    "title_keys",
 ]
 
 POLICY_FILE = Path(__file__).resolve().parent / "data" / "hop_policy.json"
@@ -324,7 +327,8 @@ def plan_bridges(
                 continue
             value = max(score.get(p.id, 0.0) for p in pages) / top
             if m.key not in links or value > links[m.key][0]:
-                links[m.key] = (value, Proposal(_query(m.surface, _unresolved(q_terms, known)), REASON_TITLE_LINK, pages))
+                sub_query = _query(m.surface, _unresolved(q_terms, known))
+                links[m.key] = (value, Proposal(sub_query, REASON_TITLE_LINK, pages))
     ranked_links = [p for _, p in sorted(links.values(), key=lambda vp: -vp[0])]  # stable: first mention wins ties
     used.update(links)
 

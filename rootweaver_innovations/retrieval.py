@@ -66,6 +66,8 @@ class Retriever(Protocol):
 def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:
     """Indices of the ``k`` highest scores, descending, ties by lower index first."""
     k = min(k, scores.shape[0])
+    if k < 1:
+        return np.arange(0)
     cand = np.flatnonzero(scores > 0)
     if cand.shape[0] < k:
         return np.lexsort((np.arange(scores.shape[0]), -scores))[:k]
