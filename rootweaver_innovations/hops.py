@@ -16,8 +16,8 @@ No LLM, no labels, deterministic. Three parts:
 Why hops are chosen in this order (measured on the even HotpotQA / 2Wiki / MuSiQue rows):
 an entity of the question that is a passage title is evidence by itself (comparison
 questions need one passage per compared entity); a title mentioned in a first-hop passage
-is the strongest bridge evidence, ranked by BM25 of the question plus that passage's lead
-sentences; a proper-noun span of a first-hop passage (no title needed, so it also works for
+(or in the passage of an entity the question names) is the strongest bridge evidence,
+ranked by BM25 of the question plus that passage's lead sentences; a proper-noun span of a first-hop passage (no title needed, so it also works for
 opaque titles) is the next, ranked by how many question terms its sentence shares.
 """
 
@@ -288,6 +288,8 @@ def plan_bridges(
     ``ranked`` is the retriever's ranking for the question (``first_hop`` is its head),
     ``schedule.link_depth`` deep; it orders the titles the question names.
 
+    Title links are read from the first-hop passages and from the passages the compared
+    and question-named entities point to (which the head of the plan will take).
     Every proposal's sub-query is its entity plus the question terms (BM25 tokens) that
     the entity's own passage or sentence does not already hold. Entities already covered by
     a first-hop passage's title are not proposed again; duplicates keep their first place.
@@ -316,7 +318,8 @@ def plan_bridges(
         entity_proposal(m.surface, REASON_QUESTION_ENTITY)
 
     links: dict[str, tuple[float, Proposal]] = {}
-    for source in first_hop:
+    named_pages = [p.pages[0] for p in head if p.pages]  # the passages the head hops will take
+    for source in [*first_hop, *named_pages]:
         hits = retriever.search(_query(question, source.sentences[: schedule.lead_sentences]), schedule.link_depth)
         score = {h.passage.id: h.score for h in hits}
         top = hits[0].score if hits and hits[0].score > 0 else 1.0
