@@ -93,15 +93,16 @@ def _cmd_e2e(args: argparse.Namespace) -> int:
     from .synth_eval import run_synth_eval
 
     path, rows = _rows(args)
-    rep = run_multihop_eval(rows, budgets=args.budgets, show_progress=not args.quiet)
-    rep["synth"] = run_synth_eval(rows, strategies=args.strategies, token_budgets=args.token_budgets,
+    loop = {"max_passages": args.max_passages, "stop_rule": args.stop_rule, "opaque_titles": args.opaque_titles}
+    rep = run_multihop_eval(rows, **loop, n_resamples=args.resamples, seed=args.seed, show_progress=not args.quiet)
+    rep["synth"] = run_synth_eval(rows, **loop, strategies=args.strategies, token_budgets=args.token_budgets,
                                   char_budgets=args.char_budgets, n_resamples=args.resamples, seed=args.seed,
                                   show_progress=not args.quiet)
     rep["provenance"] = provenance(["rootweaver", *sys.argv[1:]], [path], {"bootstrap": args.seed})
     md = e2e_markdown(rep, rep["provenance"]) + "\n" + "\n".join(synth_markdown(rep["synth"]))
-    _finish(args.name or f"e2e-{args.dataset}", args, rep, md, lambda r, p: plot_synth(r["synth"], p))
-    ok = rep["trajectories_identical_across_settings"] and rep["synth"]["trajectories_identical_across_settings"]
-    return 0 if ok else 1
+    name = f"e2e-{args.dataset}-{args.rows}{'-opaque' if args.opaque_titles else ''}"
+    _finish(args.name or name, args, rep, md, lambda r, p: plot_synth(r["synth"], p))
+    return 0 if rep["synth"]["trajectories_identical_across_settings"] else 1
 
 
 def _token_budgets(text: str) -> list[int | str]:
@@ -142,6 +143,8 @@ def _cmd_quality(args: argparse.Namespace) -> int:
 def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     """Register ``eval`` and its subcommands on the top-level parser's subparsers."""
     from rootweaver_capabilities.argtypes import positive_int as _positive_int
+
+    from rootweaver_innovations.multihop import STOP_RULES
 
     from .datasets import DATASETS
     from .packing import BUDGETS, POLICY_ORDER
@@ -184,15 +187,17 @@ def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
 
     e = esub.add_parser("e2e", help="MultiHopRAG on the open pool: all-gold retrieval and synth-context survival")
     data(e)
-    e.add_argument("--budgets", type=_csv_ints, default=[500, 1000, 2000])
-    e.add_argument("--rows", choices=("all", "even", "odd"), default="all",
-                   help="even/odd-indexed rows only (after --limit): the tuning / held-out halves")
     e.add_argument("--strategies", type=_csv, default=None, help="compaction strategies (default: all registered)")
     e.add_argument("--token-budgets", type=_token_budgets, default=[160, "half"],
                    help="synth budgets in reader tokens; 'half' = half the off context's median")
     e.add_argument("--char-budgets", type=_csv_ints, default=[], help="synth budgets in chars (optional)")
-    e.add_argument("--resamples", type=int, default=10_000)
-    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--max-passages", type=_positive_int, default=10, help="the loop's passage budget per question")
+    e.add_argument("--stop-rule", choices=STOP_RULES, default="evidence", help="the loop's hop policy")
+    e.add_argument("--opaque-titles", action="store_true", help="replace every passage title by an opaque id")
+    e.add_argument("--rows", choices=("all", "even", "odd"), default="all",
+                   help="even/odd-indexed rows only (after --limit): the tuning / held-out halves")
+    e.add_argument("--resamples", type=int, default=10_000, help="paired-bootstrap resamples")
+    e.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     common(e)
     e.set_defaults(func=_cmd_e2e)
 

@@ -1,55 +1,71 @@
-"""MultiHopRAG end to end on an open pool: what the loop finds and what survives compaction.
+"""MultiHopRAG end to end on an open pool: what the loop finds.
 
-Retrieval side: the share of questions whose gold paragraphs are all in the loop's
-trajectory, beside single-shot BM25 given the same number of passages, top-5, top-10 and
-a naive two-hop (top-5 for the question, then top-5 new for the question plus the first
-hop's titles). Context side, per strategy (off, line, submodular) and char budget:
-answer-in-context of the synth context, gold-paragraph coverage, synth size; the hop
-counts must be identical across settings.
+The share of questions whose gold paragraphs are all in the loop's
+trajectory, beside the seed's coverage-rule loop, single-shot BM25 given the same number
+of passages as the loop (per question, so the mean matches the loop's), top-5, top-10
+and a naive two-hop (top-5 for the question, then top-5 new for the question plus the
+first hop's titles); each baseline with the paired-bootstrap CI of loop minus baseline.
+With ``opaque_titles`` every passage title is replaced by an opaque id first (no title
+links can be found). What survives into the synth context is
+:mod:`evals.synth_eval`'s part of the same report.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
+from dataclasses import asdict
 
 import numpy as np
 
-from rootweaver_innovations.corpus import QARow
-from rootweaver_innovations.diagnostics import answer_in_context, gold_doc_coverage
-from rootweaver_innovations.multihop import MultiHopRAG
-from rootweaver_innovations.packing import Budget
+from rootweaver_innovations.corpus import Passage, QARow
+from rootweaver_innovations.diagnostics import paired_bootstrap_ci
+from rootweaver_innovations.multihop import MultiHopRAG, MultiHopResult
 from rootweaver_innovations.retrieval import BM25Retriever
-from rootweaver_innovations.strategies import make_compactor
 
 from .datasets import build_open_pool
 from .report import progress
 
-__all__ = ["E2E_BUDGETS", "run_multihop_eval"]
+__all__ = ["BASELINES", "SEED_LOOP", "opaque", "run_multihop_eval"]
 
-E2E_BUDGETS = (500, 1000, 2000)
+BASELINES = ("coverage_loop", "single_same_n", "single_5", "single_10", "two_hop_5_5")
+SEED_LOOP = {"stop_rule": "coverage", "max_hops": 5, "max_passages": 15}  # the seed's loop, unchanged
+
+
+def opaque(passages: Sequence[Passage]) -> tuple[Passage, ...]:
+    """The same passages with every title replaced by an opaque id (``doc-<id>``)."""
+    return tuple(Passage(p.id, f"doc-{p.id}", p.sentences) for p in passages)
+
+
+def _ids(res: MultiHopResult) -> list[str]:
+    return [pid for h in res.hops for pid in h.retrieved_ids]
 
 
 def run_multihop_eval(
     rows: Sequence[QARow],
     *,
-    budgets: Sequence[int] = E2E_BUDGETS,
-    strategies: Sequence[str] = ("line", "submodular"),
-    passages_per_hop: int = 3,
+    max_passages: int = 10,
+    stop_rule: str = "evidence",
+    opaque_titles: bool = False,
+    n_resamples: int = 10_000,
+    seed: int = 0,
     show_progress: bool = True,
 ) -> dict:
-    """Run the loop for every row over the pooled paragraphs of all ``rows``."""
+    """Run the loop for every row over the pooled paragraphs of all ``rows``; a JSON-ready report."""
     pool = build_open_pool(rows)
-    retriever = BM25Retriever(pool.passages)
-    off_rag = MultiHopRAG(retriever, passages_per_hop=passages_per_hop)
-    n = len(rows)
-    found = {"loop": 0, "single_same_n": 0, "single_5": 0, "single_10": 0, "two_hop_5_5": 0}
-    n_passages, offs = [], []
+    passages = opaque(pool.passages) if opaque_titles else pool.passages
+    retriever = BM25Retriever(passages)
+    loop = {"max_passages": max_passages, "stop_rule": stop_rule}
+    off_rag = MultiHopRAG(retriever, **loop)
+    seed_rag = MultiHopRAG(retriever, **SEED_LOOP)
+    scored = [i for i, g in enumerate(pool.gold) if g]
+    hit: dict[str, list[float]] = {k: [] for k in ("loop", *BASELINES)}
+    n_passages, offs, seed_offs = [], [], []
     for i, row in enumerate(progress(rows, "loop(off)", show_progress)):
         gold = pool.gold[i]
-        res = off_rag.multi_hop_search(row.question)
+        res, old = off_rag.multi_hop_search(row.question), seed_rag.multi_hop_search(row.question)
         offs.append(res)
-        got = [pid for h in res.hops for pid in h.retrieved_ids]
+        seed_offs.append(old)
+        got = _ids(res)
         n_passages.append(len(got))
         single = [h.passage for h in retriever.search(row.question, max(10, len(got)))]
         ids = [p.id for p in single]
@@ -57,44 +73,24 @@ def run_multihop_eval(
         second = [h.passage.id for h in retriever.search(hop2, 15) if h.passage.id not in ids[:5]][:5]
         if not gold:  # counted below as rows without a gold paragraph, not scored on retrieval
             continue
-        found["loop"] += gold <= set(got)
-        found["single_same_n"] += gold <= set(ids[: len(got)])
-        found["single_5"] += gold <= set(ids[:5])
-        found["single_10"] += gold <= set(ids[:10])
-        found["two_hop_5_5"] += gold <= set(ids[:5] + second)
-    answerable = [r.answer.strip().lower() not in ("yes", "no") for r in rows]
-
-    def context_row(label: str, budget: int | None, results) -> dict:
-        aic = [answer_in_context(r.answer, res.synth_context) for r, res, a in zip(rows, results, answerable) if a]
-        cov = []
-        for i, res in enumerate(results):
-            kept = {f.passage_id for f in res.facts if f.line in set(res.synth_context.split("\n"))}
-            cov.append(gold_doc_coverage(kept, pool.gold[i]) if pool.gold[i] else 0.0)
-        sizes = [res.context_chars for res in results]
-        return {"strategy": label, "budget": budget, "answer_in_context": float(np.mean(aic)),
-                "gold_coverage": float(np.mean(cov)), "median_chars": statistics.median(sizes),
-                "mean_chars": float(np.mean(sizes)), "max_chars_seen": max(sizes)}
-
-    table = [context_row("off", None, offs)]
-    hops_identical = True
-    for strategy in strategies:
-        compactor = make_compactor(strategy)
-        for budget in budgets:
-            rag = MultiHopRAG(retriever, passages_per_hop=passages_per_hop, compaction_enabled=True,
-                              compaction_budget=Budget.chars(budget), compactor=compactor)
-            results = [rag.multi_hop_search(r.question) for r in progress(rows, f"{strategy}@{budget}", show_progress)]
-            hops_identical &= all(a.trajectory() == b.trajectory() for a, b in zip(results, offs))
-            table.append(context_row(strategy, budget, results))
+        for name, found in (("loop", got), ("coverage_loop", _ids(old)), ("single_same_n", ids[: len(got)]),
+                            ("single_5", ids[:5]), ("single_10", ids[:10]), ("two_hop_5_5", ids[:5] + second)):
+            hit[name].append(float(gold <= set(found)))
+    cis = {b: asdict(paired_bootstrap_ci(hit["loop"], hit[b], n_resamples=n_resamples, seed=seed)) for b in BASELINES}
     hops = [r.hop_count for r in offs]
+    stops = [r.stop_reason for r in offs]
     return {
-        "n_questions": n,
-        "pool_passages": len(pool.passages),
-        "passages_per_hop": passages_per_hop,
+        "n_questions": len(rows),
+        "n_scored": len(scored),
+        "pool_passages": len(passages),
+        "opaque_titles": opaque_titles,
+        "loop": loop,
+        "coverage_loop": SEED_LOOP,
         "mean_passages_loop": float(np.mean(n_passages)),
-        "n_without_gold": sum(not g for g in pool.gold),
-        "all_gold": {k: v / max(1, n - sum(not g for g in pool.gold)) for k, v in found.items()},
+        "mean_passages_coverage_loop": float(np.mean([len(_ids(r)) for r in seed_offs])),
+        "n_without_gold": len(rows) - len(scored),
+        "all_gold": {k: float(np.mean(v)) for k, v in hit.items()},
+        "ci_loop_minus": cis,
         "hop_count_distribution": {str(h): hops.count(h) for h in sorted(set(hops))},
-        "trajectories_identical_across_settings": hops_identical,
-        "n_answer_in_context": int(sum(answerable)),
-        "context": table,
+        "stop_reasons": {s: stops.count(s) for s in sorted(set(stops))},
     }

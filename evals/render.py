@@ -63,22 +63,26 @@ def packing_markdown(rep: dict, prov: dict) -> str:
 
 def e2e_markdown(rep: dict, prov: dict) -> str:
     out = _head("MultiHopRAG end to end on the open pool", prov)
-    ag = rep["all_gold"]
-    out += [f"{rep['n_questions']} questions over a pool of {rep['pool_passages']} paragraphs; "
-            f"{rep['passages_per_hop']} passages per hop; hop counts {rep['hop_count_distribution']}; "
-            f"trajectories identical across settings: {rep['trajectories_identical_across_settings']}.", "",
-            "| retrieval | passages | all gold retrieved |", "|---|---|---|",
-            f"| MultiHopRAG loop | {rep['mean_passages_loop']:.2f} (mean) | {ag['loop']:.3f} |",
-            f"| single-shot BM25, same number as the loop | {rep['mean_passages_loop']:.2f} (mean) | {ag['single_same_n']:.3f} |",
-            f"| single-shot BM25 top-5 | 5 | {ag['single_5']:.3f} |",
-            f"| single-shot BM25 top-10 | 10 | {ag['single_10']:.3f} |",
-            f"| naive two-hop 5 + 5 | 10 | {ag['two_hop_5_5']:.3f} |", "",
-            f"Synth context (answer-in-context over {rep['n_answer_in_context']} non-yes/no questions):", "",
-            "| strategy | budget (chars) | answer-in-context | gold coverage | median chars | max chars |",
-            "|---|---|---|---|---|---|"]
-    for c in rep["context"]:
-        out.append(f"| {c['strategy']} | {c['budget'] or '-'} | {c['answer_in_context']:.3f} | "
-                   f"{c['gold_coverage']:.3f} | {c['median_chars']:.0f} | {c['max_chars_seen']} |")
+    ag, ci = rep["all_gold"], rep["ci_loop_minus"]
+    n, loop = f"{rep['mean_passages_loop']:.2f} (mean)", rep["loop"]
+
+    def vs(name: str) -> str:
+        c = ci[name]
+        return f"{c['mean_diff']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]"
+
+    out += [f"{rep['n_questions']} questions ({rep['n_scored']} with gold) over a pool of {rep['pool_passages']} "
+            f"paragraphs{' with opaque titles' if rep['opaque_titles'] else ''}; loop stop_rule "
+            f"{loop['stop_rule']}, max_passages {loop['max_passages']}; hop counts {rep['hop_count_distribution']}; "
+            f"stop reasons {rep['stop_reasons']}.", "",
+            "| retrieval | passages | all gold retrieved | loop minus it, 95% paired-bootstrap CI |",
+            "|---|---|---|---|",
+            f"| MultiHopRAG loop | {n} | {ag['loop']:.3f} | |",
+            f"| seed coverage-rule loop | {rep['mean_passages_coverage_loop']:.2f} (mean) | {ag['coverage_loop']:.3f} "
+            f"| {vs('coverage_loop')} |",
+            f"| single-shot BM25, same number as the loop | {n} | {ag['single_same_n']:.3f} | {vs('single_same_n')} |",
+            f"| single-shot BM25 top-5 | 5 | {ag['single_5']:.3f} | {vs('single_5')} |",
+            f"| single-shot BM25 top-10 | 10 | {ag['single_10']:.3f} | {vs('single_10')} |",
+            f"| naive two-hop 5 + 5 | 10 | {ag['two_hop_5_5']:.3f} | {vs('two_hop_5_5')} |", ""]
     return "\n".join(out) + "\n"
 
 
@@ -140,14 +144,16 @@ def synth_markdown(rep: dict) -> list[str]:
            f"Largest |product - harness| AiC gap: {rep['max_harness_gap']:.4f}. "
            f"CIs: paired bootstrap, {rep['n_resamples']} resamples, seed {rep['seed']}.", "",
            "| setting | AiC | harness AiC | all-gold in synth | gold coverage | median tokens | max tokens "
-           "| AiC vs off | AiC vs line | all-gold vs line |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "| AiC vs off | AiC vs line | all-gold vs line | seed-loop AiC | AiC vs seed loop |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rep["table"]:
         vs_off, vs_line = r.get("ci_vs_off", {}), r.get("ci_vs_line", {})
         harness = f"{r['harness_aic']:.3f}" if "harness_aic" in r else "-"
+        seed = f"{r['seed_loop_aic']:.3f}" if "seed_loop_aic" in r else "-"
         out.append(f"| {r['setting']} | {r['aic']:.3f} | {harness} | {r['all_gold']:.3f} | {r['coverage']:.3f} | "
                    f"{r['median_tokens']:.0f} | {r['max_tokens']} | {_ci(vs_off.get('aic'))} | "
-                   f"{_ci(vs_line.get('aic'))} | {_ci(vs_line.get('all_gold'))} |")
+                   f"{_ci(vs_line.get('aic'))} | {_ci(vs_line.get('all_gold'))} | {seed} | "
+                   f"{_ci(r.get('aic_ci_vs_seed_loop'))} |")
     return out + [""]
 
 

@@ -8,8 +8,10 @@ kept facts, synth size in chars and reader tokens, and for the packing strategie
 packing harness's AiC on the same facts (``pack`` over
 :func:`~rootweaver_innovations.packing.candidates.fact_candidates`), which must match the
 product path (no loss at the seam). Paired bootstrap CIs of AiC and all-gold against
-``off`` and against ``line`` at the same budget. Budgets are token budgets (Qwen2.5) plus
-``half`` (half the off context's median token count) and any char budgets asked for.
+``off`` and against ``line`` at the same budget, and against the seed's coverage-rule loop
+(:data:`evals.multihop_e2e.SEED_LOOP`) under the same strategy and budget: does the loop put
+more answers into the reader's context than before? Budgets are token budgets (Qwen2.5)
+plus ``half`` (half the off context's median token count) and any char budgets asked for.
 Gold labels only score; they never reach the loop or a compactor.
 """
 
@@ -29,6 +31,7 @@ from rootweaver_innovations.retrieval import BM25Retriever
 from rootweaver_innovations.strategies import make_compactor, strategy_names
 
 from .datasets import OpenPool, build_open_pool
+from .multihop_e2e import SEED_LOOP, opaque
 from .report import progress
 
 __all__ = ["SYNTH_TOKEN_BUDGETS", "run_synth_eval"]
@@ -57,19 +60,25 @@ def run_synth_eval(
     strategies: Sequence[str] | None = None,
     token_budgets: Sequence[int | str] = SYNTH_TOKEN_BUDGETS,
     char_budgets: Sequence[int] = (),
+    max_passages: int = 10,
+    stop_rule: str = "evidence",
+    opaque_titles: bool = False,
     n_resamples: int = 10_000,
     seed: int = 0,
     show_progress: bool = True,
 ) -> dict:
     """Run the product path for ``rows`` (see the module docstring); a JSON-ready report.
 
-    ``strategies`` default to every registered one; ``token_budgets`` are ints or ``"half"``.
+    ``strategies`` default to every registered one; ``token_budgets`` are ints or ``"half"``;
+    ``max_passages``, ``stop_rule`` and ``opaque_titles`` set up the loop as ``run_multihop_eval`` does.
     """
     strategies = list(strategies or strategy_names())
     pool = build_open_pool(rows)
-    retriever = BM25Retriever(pool.passages)
+    retriever = BM25Retriever(opaque(pool.passages) if opaque_titles else pool.passages)
     counter = default_token_counter()
-    off_rag = MultiHopRAG(retriever)
+    off_rag = MultiHopRAG(retriever, max_passages=max_passages, stop_rule=stop_rule)
+    loop = {"max_passages": max_passages, "stop_rule": stop_rule, "title_index": off_rag.title_index}
+    seed_loop = {**SEED_LOOP, "title_index": off_rag.title_index}
     offs = [off_rag.multi_hop_search(r.question) for r in progress(rows, "loop(off)", show_progress)]
     off_tokens = [counter.count(r.full_context) for r in offs]
     half = max(1, int(statistics.median(off_tokens) // 2))
@@ -86,13 +95,17 @@ def run_synth_eval(
     for strategy in strategies:
         compactor = make_compactor(strategy)
         for budget in budgets:
-            rag = MultiHopRAG(retriever, compaction_enabled=True, compaction_budget=budget, compactor=compactor)
+            on = {"compaction_enabled": True, "compaction_budget": budget, "compactor": compactor}
+            rag, seed_rag = MultiHopRAG(retriever, **loop, **on), MultiHopRAG(retriever, **seed_loop, **on)
             label = f"{strategy}@{budget.limit}{'t' if budget.unit == 'tokens' else 'c'}"
             results = [rag.multi_hop_search(r.question) for r in progress(rows, label, show_progress)]
             identical &= all(a.trajectory() == b.trajectory() for a, b in zip(results, offs))
             kept = [{f.passage_id for f in res.compaction.kept_facts} for res in results]
             scores = _scores(rows, pool, results, [res.synth_context for res in results], kept)
+            seed_texts = [seed_rag.multi_hop_search(r.question).synth_context for r in rows]
             cell = {"strategy": strategy, "unit": budget.unit, "limit": budget.limit, "scores": scores,
+                    "seed_aic": [float(answer_in_context(r.answer, t)) for r, t in zip(rows, seed_texts)
+                                 if not _yes_no(r)],
                     "tokens": [counter.count(res.synth_context) for res in results],
                     "chars": [res.context_chars for res in results]}
             if strategy in POLICIES:  # the harness: the same policy on the same facts
@@ -118,12 +131,15 @@ def run_synth_eval(
             row["harness_aic"] = float(np.mean(cell["harness_aic"]))
         if label != "off":
             row["ci_vs_off"] = {m: ci(s[m], off_scores[m]) for m in ("aic", "all_gold")}
+            row["seed_loop_aic"] = float(np.mean(cell["seed_aic"]))
+            row["aic_ci_vs_seed_loop"] = ci(s["aic"], cell["seed_aic"])
             line = f"line@{cell['limit']}{'t' if cell['unit'] == 'tokens' else 'c'}"
             if cell["strategy"] != "line" and line in cells:
                 row["ci_vs_line"] = {m: ci(s[m], cells[line]["scores"][m]) for m in ("aic", "all_gold")}
         table.append(row)
     return {
         "n_questions": len(rows),
+        "loop": {"max_passages": max_passages, "stop_rule": stop_rule, "opaque_titles": opaque_titles},
         "n_answer_in_context": sum(not _yes_no(r) for r in rows),
         "pool_passages": len(pool.passages),
         "mean_passages_loop": float(np.mean([sum(len(h.retrieved_ids) for h in r.hops) for r in offs])),

@@ -30,8 +30,9 @@ DEFAULT_BUDGETS = (500, 1000, 2000, 4000)
 GOLDEN_FILE = Path(__file__).resolve().parent / "golden" / "trajectories.json"
 GOLDEN_HEADER = (
     "Pinned off-trajectories of the bundled golden questions over the bundled demo corpus "
-    "(BM25 bm25s backend, RuleDecomposer, 3 passages per hop, max 5 hops). Regenerate after an "
-    "intended behaviour change with: rootweaver eval trajectory --regenerate"
+    "(BM25 bm25s backend, MultiHopRAG defaults: evidence hop policy, max 10 passages, max 10 hops). "
+    "Regenerate after an intended behaviour change with: rootweaver eval trajectory --regenerate. "
+    "The seed's coverage rule is pinned separately in trajectories_coverage.json (tests/test_multihop.py)."
 )
 
 
@@ -39,6 +40,7 @@ def _traj(res: MultiHopResult) -> dict:
     return {
         "sub_queries": [h.sub_query for h in res.hops],
         "retrieved_ids": [list(h.retrieved_ids) for h in res.hops],
+        "reasons": [h.reason for h in res.hops],
         "hop_count": res.hop_count,
         "stop_reason": res.stop_reason,
     }

@@ -76,6 +76,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         _retriever(args),
         synthesizer=extractive_synthesizer,
         max_hops=args.max_hops,
+        max_passages=args.max_passages,
         compaction_enabled=args.compaction != "off",
         compaction_budget=budget,
         compactor=make_compactor(args.compaction if args.compaction != "off" else DEFAULT_STRATEGY),
@@ -176,7 +177,8 @@ def build_parser(with_evals: bool = False) -> argparse.ArgumentParser:
     size.add_argument("--max-tokens", type=positive_int, default=DEFAULT_BUDGET_TOKENS,
                       help=f"synth-context budget in reader (Qwen2.5) tokens (default {DEFAULT_BUDGET_TOKENS})")
     size.add_argument("--max-chars", type=positive_int, help="synth-context budget in chars instead of tokens")
-    ask.add_argument("--max-hops", type=positive_int, default=5)
+    ask.add_argument("--max-hops", type=positive_int, default=10)
+    ask.add_argument("--max-passages", type=positive_int, default=10, help="most passages in the trajectory")
     ask.add_argument("--json", action="store_true", help="print one JSON object")
     ask.set_defaults(func=_cmd_ask)
     serve = sub.add_parser("serve", help="answer questions from stdin via MultiHopCapability; optional /metrics")

@@ -32,6 +32,7 @@ from typing import Any
 
 import yaml
 
+from rootweaver_innovations.multihop import STOP_RULES
 from rootweaver_innovations.retrieval import BACKENDS
 from rootweaver_innovations.packing import UNITS as BUDGET_UNITS
 from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, strategy_names
@@ -203,8 +204,13 @@ class MultiHopConfig:
     part in equality and is not part of :meth:`to_mapping`.
     """
 
-    max_hops: int = _knob(5, "int", "Most retrieval hops per question.", check=_positive, rule="must be >= 1")
-    passages_per_hop: int = _knob(3, "int", "New passages added per hop.", check=_positive, rule="must be >= 1")
+    max_hops: int = _knob(10, "int", "Most retrieval hops per question.", check=_positive, rule="must be >= 1")
+    max_passages: int = _knob(10, "int", "Most passages in the trajectory per question.", check=_positive,
+                              rule="must be >= 1")
+    stop_rule: str = _knob("evidence", "str", "Hop policy: evidence (title links and bridge entities, the "
+                           "default) or coverage (the seed's key-term coverage rule).", choices=STOP_RULES)
+    passages_per_hop: int = _knob(3, "int", "New passages added per hop (coverage rule).", check=_positive,
+                                  rule="must be >= 1")
     answerability_threshold: float = _knob(
         0.6, "float", "Share of a sub-query's key terms that must occur in the context for it to count as "
         "answered.", check=lambda v: 0 < v <= 1, rule="must be in (0, 1]",

@@ -162,6 +162,8 @@ class MultiHopCapability:
                         retriever=retriever,
                         synthesizer=synthesizer,
                         max_hops=cfg.max_hops,
+                        max_passages=cfg.max_passages,
+                        stop_rule=cfg.stop_rule,
                         passages_per_hop=cfg.passages_per_hop,
                         answerability_threshold=cfg.answerability_threshold,
                         compaction_budget=Budget(cfg.compaction.budget, cfg.compaction.unit),
@@ -170,7 +172,8 @@ class MultiHopCapability:
                     on = None
                     if cfg.compaction.enabled:
                         timed = _TimedCompactor(make_compactor(cfg.compaction.strategy), self._clock)
-                        on = MultiHopRAG(**common, decomposer=off.decomposer, compaction_enabled=True,
+                        on = MultiHopRAG(**common, decomposer=off.decomposer, title_index=off.title_index,
+                                         compaction_enabled=True,
                                          compactor=timed)
                     self._rags = (off, on)
                 rags = self._rags

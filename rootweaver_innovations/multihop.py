@@ -9,23 +9,31 @@ hop count, stop reason) cannot depend on whether, or how hard, compaction runs.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from .compaction import CompactionRequest, CompactionResult, reasoning_key_terms
 from .context_format import is_header, parse_fact, render_context
+from .corpus import Passage
+from .hops import (
+    REASON_FILL,
+    REASON_QUESTION,
+    HopPolicyParams,
+    TitleIndex,
+    comparison_entities,
+    entity_spans,
+    load_hop_policy,
+    plan_bridges,
+)
 from .packing.budget import Budget
 from .records import Fact, facts_from_passages
-from .retrieval import Retriever, ScoredPassage
+from .retrieval import Retriever
 from .strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, Compactor, make_compactor
 
 __all__ = [
     "Answer",
-    "Compactor",
     "Decomposer",
-    "Fact",
     "Hop",
     "MultiHopRAG",
     "MultiHopResult",
@@ -33,6 +41,8 @@ __all__ = [
     "STOP_ALL_ANSWERED",
     "STOP_MAX_HOPS",
     "STOP_NO_NEW_EVIDENCE",
+    "STOP_PASSAGE_BUDGET",
+    "STOP_RULES",
     "Synthesizer",
     "is_answered",
 ]
@@ -40,6 +50,9 @@ __all__ = [
 STOP_ALL_ANSWERED = "all_answered"
 STOP_MAX_HOPS = "max_hops"
 STOP_NO_NEW_EVIDENCE = "no_new_evidence"
+STOP_PASSAGE_BUDGET = "passage_budget"
+STOP_RULES = ("evidence", "coverage")
+REASON_COVERAGE = "coverage: first open sub-query"
 
 
 class Decomposer(Protocol):
@@ -66,10 +79,11 @@ class Synthesizer(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Hop:
-    """One loop iteration: the sub-query issued and the ids of the new passages it added."""
+    """One loop iteration: the sub-query issued, the ids of the new passages it added, and why."""
 
     sub_query: str
     retrieved_ids: tuple[str, ...]
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,36 +147,6 @@ def is_answered(sub_query: str, context_tokens: set[str], threshold: float = 0.6
     return sum(t in context_tokens for t in terms) >= threshold * len(terms)
 
 
-_CAP_SPAN = re.compile(
-    r"(?:[A-Z][\w'’.\-]*|\d[\w\-]*)(?:\s+(?:(?:of|the|de|and|von|van|del|la|le|du|da)\s+)*"
-    r"(?:[A-Z][\w'’.\-]*|\d[\w\-]*))*"
-)
-_LEADING = frozenset("The A An In On At He She It They His Her Its This That These Those".split())
-_MONTHS = frozenset(
-    "january february march april may june july august september october november december".split()
-)
-
-
-def _entity_spans(text: str, skip_initial: bool = True) -> list[str]:
-    """Capitalised spans (proper-noun-like), a leading article stripped.
-
-    Skipped: spans starting with a digit or a month name, one-word spans shorter than
-    3 chars, and (with ``skip_initial``) one-word spans opening ``text``, which are
-    capitalised anyway.
-    """
-    spans = []
-    for m in _CAP_SPAN.finditer(text):
-        words = m.group(0).rstrip(".").split()
-        while words and words[0] in _LEADING:
-            words = words[1:]
-        if not words or words[0][0].isdigit() or words[0].lower() in _MONTHS:
-            continue
-        if len(words) == 1 and (len(words[0]) < 3 or (skip_initial and not text[: m.start()].strip())):
-            continue
-        spans.append(" ".join(words))
-    return spans
-
-
 def _bare(token: str) -> str:
     return token.strip(".,;:!?\"'()[]")
 
@@ -182,28 +166,12 @@ class RuleDecomposer:
 
     def __call__(self, question: str, context: str) -> list[str]:
         question = " ".join(question.split())
-        pair = self._comparison_entities(question)
+        pair = comparison_entities(question)
         if pair is not None:
             names = {_bare(t) for t in " ".join(pair).lower().split()}
             rest = [t for t in reasoning_key_terms(question) if _bare(t) not in names]
             return [" ".join([e, *rest]) for e in pair]
         return [question, *self._bridges(question, context)]
-
-    @staticmethod
-    def _comparison_entities(question: str) -> tuple[str, str] | None:
-        head, sep, tail = question.rstrip("?").rpartition(" or ")
-        if sep:
-            left = _entity_spans(head.rpartition(",")[2], skip_initial=False)
-            right = _entity_spans(tail, skip_initial=False)
-            if left and right and tail[:1].isupper():
-                return left[-1], right[0]
-        m = re.match(r"^(?:Between|Are|Were|Is|Was|Do|Did)\s+(.+?)\s+and\s+(.+)$", question.rstrip("?"))
-        if m:
-            left = _entity_spans(m.group(1), skip_initial=False)
-            right = _entity_spans(m.group(2), skip_initial=False)
-            if left and right and m.group(2)[:1].isupper():
-                return left[0], right[0]
-        return None
 
     def _bridges(self, question: str, context: str) -> list[str]:
         if not context:
@@ -231,7 +199,7 @@ class RuleDecomposer:
         seen: set[str] = set()
         for _, sentence in scored:
             sent_tokens = set(sentence.lower().split())
-            for span in _entity_spans(sentence):
+            for span in entity_spans(sentence):
                 low = span.lower()
                 if low in q_lower or low in titles or low in seen or not reasoning_key_terms(span):
                     continue
@@ -247,32 +215,58 @@ class RuleDecomposer:
 class MultiHopRAG:
     """The hop loop with retriever, decomposer, synthesizer and compactor injected.
 
-    ``passages_per_hop`` new (not yet seen) passages are added per hop; all their
-    sentences become fact lines. Raises ``ValueError`` on ``max_hops < 1``,
-    ``passages_per_hop < 1`` or a threshold outside (0, 1]. With ``compaction_enabled`` the
-    synth context is ``compactor``'s output under ``compaction_budget`` (chars or reader
-    tokens); without it, the full context byte for byte.
+    Two hop policies (``stop_rule``), both stopping at ``max_hops`` hops or once
+    ``max_passages`` passages are in the trajectory, whichever comes first; all sentences
+    of every new passage become fact lines, and every hop records why it was taken:
+
+    - ``"evidence"`` (default): hop 1 retrieves the question's best passages, then one
+      passage per hop along the bridge plan of :func:`~rootweaver_innovations.hops.plan_bridges`
+      (compared entities, titles the question names, titles linked from hop 1, entity spans
+      of hop 1; a hop takes the entity's own titled passage when the title index has it,
+      else the best new passage for its sub-query), with the last hop left to fill the
+      budget with the question's next best passages. Sizes per budget come from the fitted
+      ``hop_policy``. ``title_index`` defaults to one built over ``retriever.passages``
+      (empty when the retriever exposes none: the loop then follows entity spans only).
+    - ``"coverage"`` (the seed's rule): the decomposer's first sub-query whose key terms
+      the facts do not yet cover to ``answerability_threshold``, ``passages_per_hop`` new
+      passages per hop.
+
+    Raises ``ValueError`` on ``max_hops < 1``, ``max_passages < 1``, ``passages_per_hop
+    < 1``, a threshold outside (0, 1], a ``compaction_budget`` that is not a ``Budget`` or an
+    unknown ``stop_rule``. With ``compaction_enabled`` the synth context is ``compactor``'s
+    output under ``compaction_budget`` (chars or reader tokens); without it, the full context
+    byte for byte.
     """
 
     retriever: Retriever
     decomposer: Decomposer = field(default_factory=RuleDecomposer)
     synthesizer: Synthesizer | None = None
-    max_hops: int = 5
+    max_hops: int = 10
     passages_per_hop: int = 3
     answerability_threshold: float = 0.6
     compaction_enabled: bool = False
     compaction_budget: Budget = field(default_factory=lambda: Budget(DEFAULT_BUDGET_TOKENS, "tokens"))
     compactor: Compactor = field(default_factory=lambda: make_compactor(DEFAULT_STRATEGY))
+    max_passages: int = 10
+    stop_rule: str = "evidence"
+    title_index: TitleIndex | None = None
+    hop_policy: HopPolicyParams = field(default_factory=load_hop_policy)
 
     def __post_init__(self) -> None:
         if self.max_hops < 1:
             raise ValueError(f"max_hops must be >= 1, got {self.max_hops}")
+        if self.max_passages < 1:
+            raise ValueError(f"max_passages must be >= 1, got {self.max_passages}")
         if self.passages_per_hop < 1:
             raise ValueError(f"passages_per_hop must be >= 1, got {self.passages_per_hop}")
         if not 0 < self.answerability_threshold <= 1:
             raise ValueError(f"answerability_threshold must be in (0, 1], got {self.answerability_threshold}")
         if not isinstance(self.compaction_budget, Budget):
             raise ValueError(f"compaction_budget must be a Budget, got {type(self.compaction_budget).__name__}")
+        if self.stop_rule not in STOP_RULES:
+            raise ValueError(f"stop_rule must be one of {STOP_RULES}, got {self.stop_rule!r}")
+        if self.title_index is None:
+            self.title_index = TitleIndex(getattr(self.retriever, "passages", ()))
 
     def _decompose_query(self, question: str, context: str) -> list[str]:
         return self.decomposer(question, context)
@@ -290,36 +284,81 @@ class MultiHopRAG:
                 return q, ""
         return None, STOP_NO_NEW_EVIDENCE
 
-    def _retrieve_new(self, sub_query: str, seen: set[str]) -> list[ScoredPassage]:
-        hits = self.retriever.search(sub_query, self.passages_per_hop + len(seen))
-        return [h for h in hits if h.passage.id not in seen][: self.passages_per_hop]
+    def _retrieve_new(self, sub_query: str, seen: set[str], k: int) -> list[Passage]:
+        hits = self.retriever.search(sub_query, k + len(seen))
+        return [h.passage for h in hits if h.passage.id not in seen][:k]
+
+    def _coverage_hops(self, question: str):
+        """The seed's rule: yields ``(sub_query, reason, passages)`` per hop, then the stop reason."""
+        context, seen, asked = "", set(), set()
+        facts: list[Fact] = []
+        queries: list[str] = []
+        for hop in range(self.max_hops):
+            if len(seen) >= self.max_passages:
+                return STOP_PASSAGE_BUDGET
+            sub_queries = self._decompose_query(question, context)
+            nxt, reason = self._select_next_query(sub_queries, context, asked)
+            if nxt is None:
+                return reason
+            asked.add(nxt)
+            passages = self._retrieve_new(nxt, seen, min(self.passages_per_hop, self.max_passages - len(seen)))
+            if not passages:
+                return STOP_NO_NEW_EVIDENCE
+            seen.update(p.id for p in passages)
+            facts.extend(facts_from_passages(passages, hop=hop, sub_query=nxt))
+            queries.append(nxt)
+            context = render_context(facts, queries).text
+            yield nxt, REASON_COVERAGE, passages
+        return STOP_PASSAGE_BUDGET if len(seen) >= self.max_passages else STOP_MAX_HOPS
+
+    def _evidence_hops(self, question: str):
+        """The evidence policy: yields ``(sub_query, reason, passages)`` per hop, then the stop reason."""
+        schedule = self.hop_policy.for_budget(self.max_passages)
+        ranked = [h.passage for h in self.retriever.search(question, max(schedule.link_depth, self.max_passages))]
+        first = ranked[: min(schedule.first_hop, self.max_passages)]
+        if not first:
+            return STOP_NO_NEW_EVIDENCE
+        seen = {p.id for p in first}
+        yield question, REASON_QUESTION, first
+        hops = 1
+        for proposal in plan_bridges(question, first, ranked, self.retriever, self.title_index, schedule):
+            if len(seen) >= self.max_passages:
+                return STOP_PASSAGE_BUDGET
+            if hops >= self.max_hops - 1:
+                break
+            new = [p for p in proposal.pages if p.id not in seen][:1] or self._retrieve_new(proposal.sub_query, seen, 1)
+            if not new:
+                continue
+            seen.add(new[0].id)
+            hops += 1
+            yield proposal.sub_query, proposal.reason, new
+        if len(seen) >= self.max_passages:
+            return STOP_PASSAGE_BUDGET
+        if hops >= self.max_hops:
+            return STOP_MAX_HOPS
+        fill = [p for p in ranked if p.id not in seen][: self.max_passages - len(seen)]  # ranked is max_passages deep
+        if not fill:
+            return STOP_NO_NEW_EVIDENCE
+        seen.update(p.id for p in fill)
+        yield question, REASON_FILL, fill
+        return STOP_PASSAGE_BUDGET if len(seen) >= self.max_passages else STOP_NO_NEW_EVIDENCE
 
     def multi_hop_search(self, question: str) -> MultiHopResult:
         """Run the loop for ``question`` (non-empty, else ``ValueError``)."""
         if not question or not question.strip():
             raise ValueError("question must be a non-empty string")
-        context = ""
         hops: list[Hop] = []
         facts: list[Fact] = []
-        seen: set[str] = set()
-        asked: set[str] = set()
-        stop = STOP_MAX_HOPS
-        for hop in range(self.max_hops):
-            sub_queries = self._decompose_query(question, context)
-            nxt, reason = self._select_next_query(sub_queries, context, asked)
-            if nxt is None:
-                stop = reason
+        steps = self._coverage_hops(question) if self.stop_rule == "coverage" else self._evidence_hops(question)
+        while True:
+            try:
+                sub_query, why, passages = next(steps)
+            except StopIteration as done:
+                stop = done.value
                 break
-            asked.add(nxt)
-            hits = self._retrieve_new(nxt, seen)
-            if not hits:
-                stop = STOP_NO_NEW_EVIDENCE
-                break
-            seen.update(h.passage.id for h in hits)
-            facts.extend(facts_from_passages([h.passage for h in hits], hop=hop, sub_query=nxt,
-                                             scores=[h.score for h in hits]))
-            hops.append(Hop(nxt, tuple(h.passage.id for h in hits)))
-            context = render_context(facts, [h.sub_query for h in hops]).text
+            facts.extend(facts_from_passages(passages, hop=len(hops), sub_query=sub_query))
+            hops.append(Hop(sub_query, tuple(p.id for p in passages), why))
+        context = render_context(facts, [h.sub_query for h in hops]).text
 
         final_subs = tuple(self._decompose_query(question, context))
         tokens = _fact_tokens(context)

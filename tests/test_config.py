@@ -62,8 +62,8 @@ def test_loop_defaults_agree_with_multihoprag():
     from rootweaver_innovations.multihop import MultiHopRAG
 
     rag, cfg = MultiHopRAG(retriever=None), MultiHopConfig()  # type: ignore[arg-type]
-    assert (cfg.max_hops, cfg.passages_per_hop, cfg.answerability_threshold) == (
-        rag.max_hops, rag.passages_per_hop, rag.answerability_threshold)
+    assert (cfg.max_hops, cfg.max_passages, cfg.stop_rule, cfg.passages_per_hop, cfg.answerability_threshold) == (
+        rag.max_hops, rag.max_passages, rag.stop_rule, rag.passages_per_hop, rag.answerability_threshold)
     assert (cfg.compaction.budget, cfg.compaction.unit) == (rag.compaction_budget.limit, rag.compaction_budget.unit)
     assert cfg.compaction.enabled is rag.compaction_enabled is False
 
@@ -222,4 +222,4 @@ def test_a_secret_pasted_into_an_env_name_key_is_not_echoed():
 def test_other_knobs_ignore_the_environment(monkeypatch):
     monkeypatch.setenv("MAX_HOPS", "1")
     monkeypatch.setenv("ROOTWEAVER_MAX_HOPS", "1")
-    assert MultiHopConfig.from_yaml(SHIPPED).max_hops == 5
+    assert MultiHopConfig.from_yaml(SHIPPED).max_hops == 10

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rootweaver_innovations.corpus import Passage
 from rootweaver_innovations.retrieval import BM25Retriever, bm25_tokenize, rrf_fuse, top_k_indices
@@ -15,6 +17,14 @@ def test_tokenize_lowercases_drops_stop_words_and_punctuation():
 
 def test_top_k_ties_break_by_index():
     assert top_k_indices(np.array([1.0, 2.0, 2.0, 0.5]), 3).tolist() == [1, 2, 0]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([-1.5, 0.0, 0.0, 0.0, 0.5, 1.0, 2.0, 2.0]), min_size=1, max_size=40),
+       st.integers(0, 50))
+def test_top_k_is_the_head_of_the_full_stable_sort(scores, k):
+    s = np.array(scores)
+    assert top_k_indices(s, k).tolist() == np.lexsort((np.arange(s.size), -s))[:k].tolist()
 
 
 def test_rrf_fuse_worked_example():

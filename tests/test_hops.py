@@ -1,0 +1,160 @@
+"""The evidence hop policy: title index, fitted schedules, budget, determinism, reasons."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rootweaver_innovations.corpus import Passage
+from rootweaver_innovations.hops import (
+    REASON_COMPARISON,
+    REASON_FILL,
+    REASON_QUESTION,
+    REASON_QUESTION_ENTITY,
+    REASON_SPAN,
+    REASON_TITLE_LINK,
+    HopPolicyParams,
+    TitleIndex,
+    load_hop_policy,
+    title_keys,
+)
+from rootweaver_innovations.multihop import (
+    STOP_MAX_HOPS,
+    STOP_NO_NEW_EVIDENCE,
+    STOP_PASSAGE_BUDGET,
+    MultiHopRAG,
+)
+from rootweaver_innovations.retrieval import BM25Retriever
+
+REASONS = {REASON_QUESTION, REASON_COMPARISON, REASON_QUESTION_ENTITY, REASON_TITLE_LINK, REASON_SPAN, REASON_FILL}
+GOLDEN_COVERAGE = Path(__file__).resolve().parents[1] / "evals" / "golden" / "trajectories_coverage.json"
+
+
+def _p(pid: str, title: str, *sentences: str) -> Passage:
+    return Passage(pid, title, tuple(sentences) or (f"{title}.",))
+
+
+def test_title_keys_normalise_qualifiers_and_commas():
+    assert title_keys("American Splendor (film)") == ("american splendor film", "american splendor")
+    assert title_keys("Van Hook Township, Mountrail County, North Dakota")[-1] == "van hook township"
+    assert title_keys("It") == () and title_keys("The Who") == ()  # too short / only stop words
+
+
+def test_mentions_are_proper_nouns_longest_first_in_text_order():
+    index = TitleIndex([_p("a", "Ernst Mach"), _p("b", "Mach"), _p("c", "Charles University (Prague)")])
+    text = "He studied at Charles University under Ernst Mach; a mach number."
+    assert [(m.key, m.surface) for m in index.mentions(text)] == [
+        ("charles university", "Charles University"), ("ernst mach", "Ernst Mach")]
+    assert [m.key for m in index.mentions("who taught at charles university?", proper_only=False)] == [
+        "charles university"]
+    assert [p.id for p in index.pages("ernst mach")] == ["a"] and index.pages("nobody") == ()
+
+
+def test_opaque_titles_index_finds_no_links():
+    index = TitleIndex([_p("p1", "doc-p1", "Ernst Mach taught in Prague."), _p("p2", "doc-p2", "Prague is a city.")])
+    assert index.mentions("Ernst Mach taught in Prague, see doc p2.") == []
+
+
+def test_shipped_policy_loads_with_provenance_and_picks_schedules_by_budget():
+    params = load_hop_policy()
+    budgets = [b for b, _ in params.schedules]
+    assert budgets == sorted(budgets) and 10 in budgets
+    assert {"data", "rows", "date", "command"} <= set(params.provenance)
+    assert "even" in params.provenance["rows"]
+    assert params.for_budget(10) == dict(params.schedules)[10]
+    assert params.for_budget(1) == params.schedules[0][1]  # below every fitted budget: the smallest
+    assert params.for_budget(10_000) == params.schedules[-1][1]
+
+
+@pytest.mark.parametrize("payload", [{}, {"schedules": {}}, {"schedules": {"10": {"first_hop": 4}}},
+                                     {"schedules": {"0": json.loads(json.dumps({
+                                         "first_hop": 1, "question_links": 1, "title_links": 1, "spans": 1,
+                                         "span_sources": 1, "lead_sentences": 1, "link_depth": 10}))}}])
+def test_malformed_policy_raises(payload):
+    with pytest.raises(ValueError):
+        HopPolicyParams.from_mapping(payload)
+
+
+@pytest.fixture(scope="module")
+def rag(demo_retriever):
+    return MultiHopRAG(demo_retriever)
+
+
+def _ids(res) -> list[str]:
+    return [pid for h in res.hops for pid in h.retrieved_ids]
+
+
+def test_every_hop_says_why_and_the_first_is_the_question(rag, golden_questions):
+    for q in golden_questions:
+        res = rag.multi_hop_search(q.question)
+        assert res.hops[0].sub_query == q.question and res.hops[0].reason == REASON_QUESTION
+        assert {h.reason for h in res.hops} <= REASONS
+        assert res.stop_reason in (STOP_PASSAGE_BUDGET, STOP_MAX_HOPS, STOP_NO_NEW_EVIDENCE)
+
+
+def test_comparison_question_gets_one_hop_per_compared_entity(rag):
+    res = rag.multi_hop_search("Are Centaurium and Dacrydium both genuses of plant species?")
+    compared = [h.sub_query for h in res.hops if h.reason == REASON_COMPARISON]
+    assert compared == [] or [s.split()[0] for s in compared] == ["Centaurium", "Dacrydium"][: len(compared)]
+
+
+def test_bridge_sub_queries_are_entity_plus_question_terms(rag, golden_questions):
+    bridge = [h for q in golden_questions for h in rag.multi_hop_search(q.question).hops
+              if h.reason in (REASON_TITLE_LINK, REASON_SPAN)]
+    assert bridge, "the demo questions must exercise the bridge beam"
+    assert all(len(h.sub_query.split()) < 25 for h in bridge)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_budget_hops_and_determinism(demo_retriever, golden_questions, data):
+    q = golden_questions[data.draw(st.integers(0, len(golden_questions) - 1))].question
+    max_passages = data.draw(st.integers(1, 16))
+    max_hops = data.draw(st.integers(1, 12))
+    rule = data.draw(st.sampled_from(("evidence", "coverage")))
+    rag = MultiHopRAG(demo_retriever, max_passages=max_passages, max_hops=max_hops, stop_rule=rule)
+    res = rag.multi_hop_search(q)
+    ids = _ids(res)
+    assert len(ids) <= max_passages and len(ids) == len(set(ids))
+    assert 1 <= res.hop_count <= max_hops and all(h.retrieved_ids for h in res.hops)
+    assert (res.stop_reason == STOP_PASSAGE_BUDGET) == (len(ids) >= max_passages) or res.hop_count == max_hops
+    again = MultiHopRAG(demo_retriever, max_passages=max_passages, max_hops=max_hops, stop_rule=rule)
+    assert again.multi_hop_search(q).trajectory() == res.trajectory()
+
+
+def test_opaque_titles_loop_runs_on_spans_alone(demo_passages, golden_questions):
+    opaque = [Passage(p.id, f"doc-{p.id}", p.sentences) for p in demo_passages]
+    rag = MultiHopRAG(BM25Retriever(opaque))
+    for q in golden_questions[:10]:
+        res = rag.multi_hop_search(q.question)
+        assert len(_ids(res)) <= 10 and res.hop_count >= 2
+        assert not {h.reason for h in res.hops} & {REASON_TITLE_LINK, REASON_QUESTION_ENTITY}
+
+
+def test_retriever_without_a_corpus_gets_an_empty_title_index(demo_retriever):
+    class Bare:
+        def search(self, query, k):
+            return demo_retriever.search(query, k)
+
+    rag = MultiHopRAG(Bare())
+    assert len(rag.title_index) == 0
+    assert rag.multi_hop_search("Who directed the film?").hop_count >= 1
+
+
+def test_coverage_rule_reproduces_the_seed_trajectories(demo_retriever, golden_questions):
+    pinned = json.loads(GOLDEN_COVERAGE.read_text())["questions"]
+    rag = MultiHopRAG(demo_retriever, stop_rule="coverage", max_hops=5, max_passages=15)
+    for q in golden_questions:
+        res = rag.multi_hop_search(q.question)
+        assert {"sub_queries": [h.sub_query for h in res.hops], "retrieved_ids": [list(h.retrieved_ids) for h in res.hops],
+                "hop_count": res.hop_count, "stop_reason": res.stop_reason} == pinned[q.id], q.id
+
+
+@pytest.mark.parametrize("kw", [{"max_passages": 0}, {"stop_rule": "oracle"}])
+def test_bad_policy_construction_raises(demo_retriever, kw):
+    with pytest.raises(ValueError):
+        MultiHopRAG(demo_retriever, **kw)
