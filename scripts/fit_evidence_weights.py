@@ -176,6 +176,8 @@ def main() -> None:
             + ", packing.candidates.fact_candidates",
             "fit": {"problems": len(captured), "documents": int(sum(map(len, doc_y))), "answer_groups": len(groups),
                     "doc_c": args.doc_c, "l2": args.l2},
+            "params": "EvidenceParams defaults: coverage, price and fill_evidence chosen on the even rows "
+                      "(product path, HotpotQA, 160 tokens and half the off context's median; docs/results.md)",
             "command": "python " + " ".join(["scripts/fit_evidence_weights.py", *sys.argv[1:]]),
             "date": datetime.date.today().isoformat(),
         },

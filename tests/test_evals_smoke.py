@@ -85,8 +85,6 @@ def test_packing_eval_smoke(bundled_data, open_pool):
 
 def test_multihop_e2e_smoke(bundled_data):
     rows = load_qa_rows(bundled_data / HOTPOT, limit=12)
-    rep = run_multihop_eval(rows, budgets=[800], show_progress=False)
-    assert rep["trajectories_identical_across_settings"]
-    off, *on = rep["context"]
-    assert all(c["max_chars_seen"] <= 800 for c in on)
-    assert all(c["answer_in_context"] <= off["answer_in_context"] + 1e-9 for c in on)
+    rep = run_multihop_eval(rows, n_resamples=200, show_progress=False)
+    assert 0 <= rep["all_gold"]["single_5"] <= rep["all_gold"]["single_10"] <= 1
+    assert rep["mean_passages_loop"] <= 10 and set(rep["ci_loop_minus"]) == set(rep["all_gold"]) - {"loop"}

@@ -25,8 +25,8 @@ relevance, document order, the question), never a label, then packs by an exact 
    ``options_per_doc`` best by ``p`` and its cheapest one: a multiple-choice knapsack
    solved exactly by dynamic programming over the integer capacity. The second term is
    the log-probability, under independent ``q_d``, that no needed document is left out.
-   The chosen sentences are taken best first, then leftover budget is filled by ``p``
-   with any candidate that fits and whose ``p`` exceeds the price.
+   The chosen sentences are taken best first, then the budget left is filled, best first
+   by ``p + fill_evidence * q_d``, with any candidate that fits.
 
 Both models are fitted state: weights by feature name, the packing parameters and their
 provenance live in ``rootweaver_innovations/data/evidence_model.json``, written by
@@ -82,9 +82,11 @@ class EvidenceParams:
     """Packing parameters (chosen on the tuning half, see ``docs/packing_results.md``).
 
     ``coverage`` (>= 0) weighs the log-probability that no needed document is left out
-    against the summed answer shares; ``price`` (>= 0) is charged per sentence taken, so a
-    sentence whose share is below it is taken only to cover its document (never as
-    filler); ``options_per_doc`` (>= 1) how many of a document's best sentences by ``p``
+    against the summed answer shares; ``price`` (>= 0) is charged per sentence the knapsack
+    takes, so a sentence whose share is below it is taken there only to cover its document;
+    ``fill_evidence`` (>= 0) is the weight of a sentence's document likelihood ``q_d`` beside
+    its share ``p`` when the budget left after the knapsack is filled (``p + fill_evidence *
+    q_d``, best first, anything that fits); ``options_per_doc`` (>= 1) how many of a document's best sentences by ``p``
     the knapsack considers (its cheapest sentence is always considered too),
     ``max_per_doc`` (1 or 2) how many it may take from one document; ``max_cover_docs``
     (>= 1) how many documents, those with the largest coverage bonus, enter the knapsack (the
@@ -93,14 +95,15 @@ class EvidenceParams:
     ``ValueError``.
     """
 
-    coverage: float = 1.2
+    coverage: float = 0.6
     price: float = 0.02
+    fill_evidence: float = 0.02
     options_per_doc: int = 3
     max_per_doc: int = 2
     max_cover_docs: int = 64
 
     def __post_init__(self) -> None:
-        for name in ("coverage", "price"):
+        for name in ("coverage", "price", "fill_evidence"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
@@ -421,7 +424,8 @@ class EvidenceModel:
         return {
             "format": MODEL_FORMAT,
             "provenance": dict(self.provenance),
-            "params": {"coverage": p.coverage, "price": p.price, "options_per_doc": p.options_per_doc,
+            "params": {"coverage": p.coverage, "price": p.price, "fill_evidence": p.fill_evidence,
+                       "options_per_doc": p.options_per_doc,
                        "max_per_doc": p.max_per_doc, "max_cover_docs": p.max_cover_docs},
             "document": {"bias": self.document_bias, "weights": dict(self.document_weights)},
             "sentence": {"weights": dict(self.sentence_weights)},
@@ -562,8 +566,9 @@ def evidence_policy(problem: PackingProblem, model: EvidenceModel | None = None)
         return Selection(tuple(range(n)), tuple(float(x) for x in p))
     by_score = np.lexsort((np.arange(n), -p))
     chosen = set(_cover(p, -params.coverage * np.log1p(-q), problem, params))
+    fill = np.lexsort((np.arange(n), -(p + params.fill_evidence * q[problem.doc_index])))
     order: list[int] = []
-    for pass_ in (by_score[[i in chosen for i in by_score]], by_score[p[by_score] > params.price]):
+    for pass_ in (by_score[[i in chosen for i in by_score]], fill):
         for i in pass_.tolist():
             if len(order) == problem.cap:
                 break
