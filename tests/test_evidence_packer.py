@@ -134,11 +134,12 @@ def test_everything_that_fits_is_kept_whole_and_shares_are_a_distribution():
 
 
 def test_a_document_the_question_names_and_the_one_it_links_to_are_likelier_evidence():
-    # A is named by the question and names B; C is an unrelated document ranked second.
+    # A is named by the question and names B; C is an unrelated document ranked second, as
+    # relevant as B: the title links must lift B above C.
     cands = [
         Candidate("a0", "A", "Alpha Club is a football club that plays at Beta Park.", 0, 2.0, source="Alpha Club"),
-        Candidate("c0", "C", "Gamma is a football club in another town.", 1, 1.5, source="Gamma"),
-        Candidate("b0", "B", "Beta Park is a stadium opened in 1921.", 2, 0.2, source="Beta Park"),
+        Candidate("c0", "C", "Gamma is a football club in another town.", 1, 0.3, source="Gamma"),
+        Candidate("b0", "B", "Beta Park is a stadium opened in 1921.", 2, 0.3, source="Beta Park"),
     ]
     problem = _problem(cands, "When did the stadium of Alpha Club open?", Budget.tokens(100))
     q = document_likelihood(problem)
