@@ -39,6 +39,7 @@ from typing import Any
 import yaml
 
 from rootweaver_innovations.retrieval import BACKENDS
+from rootweaver_innovations.strategies import MAX_INPUT_CHARS, MAX_INPUT_LINES
 from rootweaver_innovations.strategies import STRATEGIES as COMPACTION_STRATEGIES
 
 __all__ = [
@@ -111,6 +112,14 @@ class CompactionConfig:
                           choices=COMPACTION_STRATEGIES)
     max_chars: int = _knob(2000, "int", "Hard budget of the synthesis context in characters (newlines count).",
                            check=_positive, rule="must be >= 1")
+    max_input_chars: int = _knob(
+        MAX_INPUT_CHARS, "int", "Input cap: a full context longer than this many characters is refused with a "
+        "one-line error before compaction (bounds memory).", check=_positive, rule="must be >= 1",
+    )
+    max_input_lines: int = _knob(
+        MAX_INPUT_LINES, "int", "Input cap: a full context of more lines than this is refused likewise "
+        "(bounds the packers' time, which grows with lines x lines).", check=_positive, rule="must be >= 1",
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -134,7 +134,7 @@ def test_bad_budget_raises(bad):
 
 
 def test_registered_strategy_and_multihop_trajectory_unchanged(demo_retriever, golden_questions):
-    assert isinstance(make_compactor("submodular"), SubmodularCompactor)
+    assert isinstance(make_compactor("submodular").compactor, SubmodularCompactor)
     off = MultiHopRAG(demo_retriever)
     for q in golden_questions[:8]:
         for budget in (120, 600):

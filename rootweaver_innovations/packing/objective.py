@@ -21,14 +21,16 @@ lazy greedy reproduce the plain greedy bit for bit.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..retrieval import bm25_tokenize
+from .similarity import Similarity
 
 __all__ = [
+    "DENSE_LIMIT",
     "SCALE",
     "DiversityTerm",
     "QueryCoverageTerm",
@@ -41,6 +43,7 @@ __all__ = [
 ]
 
 SCALE = 1 << 20
+DENSE_LIMIT = 1024  # candidates up to which the Repr term holds its n x n quantised matrix (8 MB)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,27 +164,71 @@ class QueryCoverageTerm:
 
 
 class RepresentativenessTerm:
-    """Repr(S) = sum_i min(sum_{j in S} sim(i, j), alpha deg_i) / sum_i alpha deg_i (quantised)."""
+    """Repr(S) = sum_i min(sum_{j in S} sim(i, j), alpha deg_i) / sum_i alpha deg_i (quantised).
+
+    ``similarity`` is an ``(n, n)`` array or a :class:`~.similarity.Similarity`. An array,
+    or a similarity over at most :data:`DENSE_LIMIT` candidates, is held quantised (n^2
+    int64). A larger similarity is read column block by column block
+    (:meth:`~.similarity.Similarity.column_blocks`) whenever columns are needed, so the
+    term keeps O(n) state and one bounded block; the gains are the same integers either way.
+    """
 
     name = "cov"
 
-    def __init__(self, similarity: np.ndarray, alpha: float):
-        self.sim = quantise(similarity)
-        self.cap = np.floor(alpha * self.sim.sum(axis=1)).astype(np.int64)
+    def __init__(self, similarity: np.ndarray | Similarity, alpha: float):
+        source = similarity if isinstance(similarity, Similarity) else None
+        if source is None:
+            self._q: np.ndarray | None = quantise(similarity)
+        elif source.n <= DENSE_LIMIT:
+            self._q = quantise(source.matrix)
+        else:
+            self._q = None
+        self._source = source
+        n = self._q.shape[0] if self._q is not None else source.n
+        deg = self._q.sum(axis=1) if self._q is not None else self._column_sum(np.arange(n), n)
+        self.cap = np.floor(alpha * deg).astype(np.int64)
         self.norm = int(self.cap.sum())
+        self._gains_from_nothing: np.ndarray | None = None  # every gain while cover == 0, computed once
         self.reset()
 
+    def _blocks(self, idx: np.ndarray | slice) -> Iterator[tuple[slice, np.ndarray]]:
+        """Quantised columns ``idx`` in bounded blocks: ``(span of idx, (n, span) int64)``."""
+        if self._q is not None:
+            yield slice(None), self._q[:, idx]
+            return
+        cols = np.arange(self._source.n) if isinstance(idx, slice) else idx
+        for span, block in self._source.column_blocks(cols):  # a fresh block: quantised in place
+            yield span, np.rint(np.multiply(block, SCALE, out=block), out=block).astype(np.int64)
+
+    def _column_sum(self, idx: np.ndarray, n: int) -> np.ndarray:
+        total = np.zeros(n, dtype=np.int64)
+        for _span, cols in self._blocks(idx):
+            total += cols.sum(axis=1)
+        return total
+
     def reset(self, selected: Sequence[int] = ()) -> None:
-        cover = self.sim[:, list(selected)].sum(axis=1) if len(selected) else np.zeros(len(self.cap), np.int64)
+        cover = self._column_sum(np.asarray(list(selected), dtype=np.int64), len(self.cap))
         self.cover = np.minimum(cover, self.cap)  # clipped at the cap: same gains, bounded state
 
     def gains(self, idx: np.ndarray | Sequence[int] | None = None) -> np.ndarray:
-        cols = self.sim[:, _indices(idx)]
-        g = (np.minimum(self.cover[:, None] + cols, self.cap[:, None]) - self.cover[:, None]).sum(axis=0)
+        if idx is None and not self.cover.any():  # the greedy's first step and its singleton fallback
+            if self._gains_from_nothing is None:
+                self._gains_from_nothing = self._integer_gains(slice(None))
+            g = self._gains_from_nothing
+        else:
+            g = self._integer_gains(_indices(idx))
         return g / self.norm if self.norm else np.zeros(g.shape)
 
+    def _integer_gains(self, sel: np.ndarray | slice) -> np.ndarray:
+        g = np.zeros(len(self.cap) if isinstance(sel, slice) else len(sel), dtype=np.int64)
+        cover, cap = self.cover[:, None], self.cap[:, None]
+        for span, cols in self._blocks(sel):
+            g[span] = (np.minimum(cover + cols, cap) - cover).sum(axis=0)
+        return g
+
     def add(self, i: int) -> None:
-        self.cover = np.minimum(self.cover + self.sim[:, i], self.cap)
+        ((_span, col),) = self._blocks(np.array([i]))
+        self.cover = np.minimum(self.cover + col[:, 0], self.cap)
 
     def value(self) -> float:
         return int(self.cover.sum()) / self.norm if self.norm else 0.0
@@ -224,23 +271,26 @@ class SubmodularObjective:
     """The weighted sum of the four terms over candidates ``0..n-1``, with one running selection.
 
     ``relevance`` (n,) >= 0; ``incidence`` bool (n, T) from :func:`query_incidence`;
-    ``similarity`` (n, n) in [0, 1]; ``doc_index`` (n,) ints naming each candidate's
-    document. The optimiser calls :meth:`gains` and :meth:`add`; :meth:`reset` starts over.
+    ``similarity`` (n, n) in [0, 1], an array or a :class:`~.similarity.Similarity`
+    (see :class:`RepresentativenessTerm` for its memory); ``doc_index`` (n,) ints naming
+    each candidate's document. The optimiser calls :meth:`gains` and :meth:`add`;
+    :meth:`reset` starts over.
     """
 
     def __init__(
         self,
         relevance: np.ndarray,
         incidence: np.ndarray,
-        similarity: np.ndarray,
+        similarity: np.ndarray | Similarity,
         doc_index: np.ndarray,
         weights: SubmodularWeights = SubmodularWeights(),
     ):
         n = len(relevance)
-        if incidence.shape[0] != n or similarity.shape != (n, n) or len(doc_index) != n:
+        shape = (similarity.n, similarity.n) if isinstance(similarity, Similarity) else similarity.shape
+        if incidence.shape[0] != n or shape != (n, n) or len(doc_index) != n:
             raise ValueError(
                 f"objective inputs disagree on n={n}: incidence {incidence.shape}, "
-                f"similarity {similarity.shape}, doc_index {len(doc_index)}"
+                f"similarity {shape}, doc_index {len(doc_index)}"
             )
         self.n = n
         self.weights = weights

@@ -54,7 +54,7 @@ class PackingProblem:
     query: str
     relevance: np.ndarray
     doc_index: np.ndarray
-    similarity: np.ndarray
+    similarity: Similarity
     incidence: np.ndarray
     objective: SubmodularObjective
     knapsack: Knapsack
@@ -143,7 +143,7 @@ def _mmr(p: PackingProblem) -> Selection:
         best = int(np.argmax(np.where(feasible, score, -np.inf)))
         order.append(best)
         gains.append(float(score[best]))
-        redundancy = np.maximum(redundancy, p.similarity[:, best])
+        redundancy = np.maximum(redundancy, p.similarity.columns([best])[:, 0])
         knap.take(best)
     return Selection(tuple(order), tuple(gains))
 
@@ -213,7 +213,7 @@ def pack(
     ):
         raise ValueError(f"max_snippets must be a positive int or None, got {max_snippets!r}")
     if similarity is not None and (
-        not isinstance(similarity, Similarity) or similarity.matrix.shape[0] != len(candidates)
+        not isinstance(similarity, Similarity) or similarity.n != len(candidates)
     ):
         raise ValueError(f"similarity must be a Similarity over the {len(candidates)} candidates")
     screened = screen(candidates)
@@ -230,9 +230,9 @@ def pack(
         query=query,
         relevance=relevance,
         doc_index=doc_index,
-        similarity=sim.matrix,
+        similarity=sim,
         incidence=incidence,
-        objective=SubmodularObjective(relevance, incidence, sim.matrix, doc_index, weights),
+        objective=SubmodularObjective(relevance, incidence, sim, doc_index, weights),
         knapsack=Knapsack(budget, texts, header_list),
         max_snippets=max_snippets,
     )
