@@ -111,7 +111,7 @@ def main() -> None:
             r = json.loads(proc.stdout)
             base = r["traced_mb"] if strategy == "line" else base
             ratio = f"{r['traced_mb'] / base:.1f}x" if base else "n/a"
-            print(f"| {r['chars']:,} chars | {strategy} | {r['lines']:,} | {r['traced_mb']:.1f} | "
+            print(f"| {r['chars']:,} chars | {strategy} | {r['lines']:,} | {r['traced_mb']:.2f} | "
                   f"{r['rss_growth_mb']:.1f} | {r['rss_mb']:.0f} | {r['seconds']:.2f} | {ratio} |", flush=True)
 
 

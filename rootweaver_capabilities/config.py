@@ -404,8 +404,8 @@ def knob_reference() -> list[tuple[str, Any, str]]:
 def _yaml_where(exc: yaml.YAMLError, text: str) -> str:
     """``:line:column`` (1-based) of a PyYAML error in ``text``, or ``""`` when it has no position."""
     if isinstance(exc, yaml.reader.ReaderError):  # carries a character offset, not a mark
-        line_start = text.rfind("\n", 0, exc.position) + 1
-        return f":{text.count(chr(10), 0, exc.position) + 1}:{exc.position - line_start + 1}"
+        line, column = text.count("\n", 0, exc.position) + 1, exc.position - text.rfind("\n", 0, exc.position)
+        return f":{line}:{column}"
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     if mark is not None:
         return f":{mark.line + 1}:{mark.column + 1}"

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from rootweaver_capabilities.cli import main
 from rootweaver_capabilities.config import ConfigError, MultiHopConfig, knob_reference
 from rootweaver_innovations.corpus import CorpusError, load_corpus_jsonl, load_qa_rows
+from rootweaver_innovations.demo import load_questions
 
 from strategies import ALIAS_BOMB, config_mappings, config_texts, deep_nesting, json_values, qa_rows_with_a_hole
 
@@ -226,6 +227,20 @@ def test_a_qa_row_with_a_null_or_odd_field_loads_or_names_the_field(tmp_path, ro
         assert all(p.sentences and all(s.strip() for s in p.sentences) for p in r.passages)
 
 
+@SETTINGS
+@given(obj=st.dictionaries(st.sampled_from(["id", "question", "answer", "type", "supporting_titles"]), json_values,
+                           max_size=5))
+def test_any_golden_question_object_loads_or_names_file_line_and_field(tmp_path, obj):
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps(obj) + "\n", encoding="utf-8")
+    try:
+        (q,) = load_questions(path)
+    except CorpusError as exc:
+        one_line(str(exc), f"{path}:1: field '")
+    else:
+        assert q.question.strip() and all(isinstance(v, str) for v in (q.id, q.answer, q.type, *q.supporting_titles))
+
+
 def test_null_supporting_facts_with_titles_still_load_as_paragraph_level_gold(tmp_path):
     path = tmp_path / "rows.jsonl"
     row = {"_id": "q", "question": "Q?", "answer": "A", "supporting_facts": None, "supporting_titles": ["T"],
@@ -291,6 +306,7 @@ def test_non_utf8_corpus_and_bad_gzip_name_file_and_line(tmp_path):
     ("latin1.jsonl", b'{"id": "a", "title": "caf\xe9", "text": "t"}\n', ["ask", "q?", "--corpus"]),
     ("rows.jsonl", json.dumps({"_id": "q", "question": None, "answer": "A", "context": []}).encode() + b"\n",
      ["eval", "packing", "--quiet", "--data"]),
+    ("questions.jsonl", b'{"question": "Q?", "answer": null}\n', ["eval", "trajectory", "--quiet", "--questions"]),
 ])
 def test_the_cli_exits_2_with_one_line_and_no_traceback(tmp_path, name, content, argv):
     path = tmp_path / name
