@@ -154,3 +154,18 @@ def test_the_input_cap_refuses_oversized_contexts_with_one_line(strategy):
 def test_the_input_cap_validates_its_knobs(bad):
     with pytest.raises(ValueError, match="max_input_chars must be a positive int"):
         InputCap(make_compactor("line").compactor, max_input_chars=bad)
+
+
+def test_the_capability_applies_the_configured_input_cap():
+    from rootweaver_capabilities.config import MultiHopConfig
+    from rootweaver_capabilities.multi_hop import MultiHopCapability, RequestContext
+
+    question = "Between Harvey Pekar and Denise Levertov who was born earlier?"
+    capped = MultiHopCapability(MultiHopConfig.from_mapping(
+        {"compaction": {"enabled": True, "strategy": "submodular", "max_input_chars": 100}}))
+    with pytest.raises(InputTooLargeError, match=r"compaction\.max_input_chars = 100\)$"):
+        capped.execute(RequestContext(query=question))
+    roomy = MultiHopCapability(MultiHopConfig.from_mapping({"compaction": {"enabled": True, "strategy": "submodular"}}))
+    ctx = RequestContext(query=question)
+    roomy.execute(ctx)
+    assert ctx.metadata["multi_hop"]["strategy"] == "submodular"
