@@ -11,9 +11,10 @@ file knob (``retriever.corpus``, ``flags.static_file``, ``flags.unleash.bootstra
 naming no existing file raises :class:`ConfigError` (a ``ValueError``) whose one-line
 message names the dotted key and the source (the YAML file path, or ``source=`` for a
 mapping). Bools are never accepted as numbers; an int is accepted where a float is
-expected. A YAML file that is not UTF-8, is not valid YAML, repeats a key in a mapping,
-uses an alias (``*name``: the defence against "billion laughs" expansion) or nests
-deeper than :data:`MAX_YAML_DEPTH` levels is rejected with its line and column. Values
+expected. A YAML file over :data:`MAX_CONFIG_BYTES` (which keeps the pure-Python parse
+under a second), not UTF-8, not valid YAML, repeating a key in a mapping, using an alias
+(``*name``: the defence against "billion laughs" expansion) or nesting deeper than
+:data:`MAX_YAML_DEPTH` levels is rejected, with its line and column where there is one. Values
 echoed in a message are abbreviated (:func:`_shown`), so a message stays one short line
 whatever the input.
 
@@ -50,6 +51,7 @@ __all__ = [
     "ConfigError",
     "FlagsConfig",
     "LLMConfig",
+    "MAX_CONFIG_BYTES",
     "MAX_YAML_DEPTH",
     "MultiHopConfig",
     "RetrieverConfig",
@@ -62,6 +64,7 @@ FLAG_PROVIDERS = ("static", "unleash")
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_YAML_DEPTH = 32  # the config nests 4 levels; deeper input is rejected before recursion
+MAX_CONFIG_BYTES = 32 * 1024  # the shipped, fully commented config is 4.5 KB; bounds the pure-Python parse
 
 
 class ConfigError(ValueError):
@@ -240,9 +243,12 @@ class MultiHopConfig:
         """Load a YAML file (an empty file means all defaults); see the module docstring for errors."""
         path = Path(path)
         try:
-            data = path.read_bytes()
+            with path.open("rb") as fh:
+                data = fh.read(MAX_CONFIG_BYTES + 1)
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+        if len(data) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: config file is over {MAX_CONFIG_BYTES:,} bytes (a config is a few KB)")
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -426,10 +432,17 @@ class _StrictLoader(yaml.SafeLoader):
     Aliases are refused outright (a config has no use for them, and expanding them is
     what makes a few hundred bytes of "billion laughs" hang); nesting is counted while
     composing, so a deep document fails at :data:`MAX_YAML_DEPTH` instead of hitting
-    Python's recursion limit.
+    Python's recursion limit, and flow nesting (``[[[...``) already while scanning, whose
+    look-ahead for a possible key otherwise costs time quadratic in the depth.
     """
 
     _depth = 0
+
+    def fetch_flow_collection_start(self, TokenClass: type) -> None:
+        if self.flow_level >= MAX_YAML_DEPTH:
+            raise yaml.scanner.ScannerError(None, None, f"nested deeper than {MAX_YAML_DEPTH} levels",
+                                            self.get_mark())
+        super().fetch_flow_collection_start(TokenClass)
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         event = self.peek_event()

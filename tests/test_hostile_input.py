@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rootweaver_capabilities.cli import main
-from rootweaver_capabilities.config import ConfigError, MultiHopConfig, knob_reference
+from rootweaver_capabilities.config import MAX_CONFIG_BYTES, ConfigError, MultiHopConfig, knob_reference
 from rootweaver_innovations.corpus import CorpusError, load_corpus_jsonl, load_qa_rows
 from rootweaver_innovations.demo import load_questions
 
@@ -141,13 +141,25 @@ def test_billion_laughs_is_refused_at_the_first_alias_in_well_under_a_second(tmp
     one_line(str(info.value), f"{path}:2:", "aliases")
 
 
-@pytest.mark.parametrize("text", ["a: " + "[" * 5000 + "]" * 5000, "".join(" " * i + "k:\n" for i in range(5000))])
+@pytest.mark.parametrize("text", ["a: " + "[" * 5000 + "]" * 5000, "".join(" " * i + "k:\n" for i in range(200))])
 def test_deep_nesting_is_a_one_line_error_not_a_recursion_error(tmp_path, text):
     path = tmp_path / "deep.yaml"
     path.write_text(text, encoding="utf-8")
     with no_hang(), pytest.raises(ConfigError) as info:
         MultiHopConfig.from_yaml(path)
     one_line(str(info.value), str(path), "nested deeper than")
+
+
+@pytest.mark.parametrize("text", [
+    "max_hops: [" + ",".join(["1"] * 40_000) + "]\n",  # parsing this in pure-Python YAML took 5 s
+    "x" * (MAX_CONFIG_BYTES + 1),
+])
+def test_an_oversized_config_is_refused_before_parsing(tmp_path, text):
+    path = tmp_path / "big.yaml"
+    path.write_text(text)
+    with no_hang(), pytest.raises(ConfigError) as info:
+        MultiHopConfig.from_yaml(path)
+    one_line(str(info.value), str(path), f"over {MAX_CONFIG_BYTES:,} bytes")
 
 
 def test_non_utf8_config_names_file_and_line(tmp_path):
@@ -160,7 +172,7 @@ def test_non_utf8_config_names_file_and_line(tmp_path):
 
 def test_a_huge_value_is_abbreviated_in_the_message(tmp_path):
     path = tmp_path / "big.yaml"
-    path.write_text(yaml.safe_dump({"max_hops": "x" * 100_000, "llm": {"model": [[[list(range(1000))]]]}}))
+    path.write_text(yaml.safe_dump({"max_hops": "x" * 20_000, "llm": {"model": [[[list(range(300))]]]}}))
     with pytest.raises(ConfigError) as info:
         MultiHopConfig.from_yaml(path)
     one_line(str(info.value), "key 'max_hops'", "...")
@@ -323,7 +335,7 @@ def test_the_cli_exits_2_with_one_line_and_no_traceback(tmp_path, name, content,
 
 @pytest.mark.parametrize("opener", ["[", '{"a":'])
 def test_deep_json_in_a_corpus_line_via_hypothesis_sizes(tmp_path, opener):
-    @SETTINGS
+    @settings(SETTINGS, max_examples=30)
     @given(text=deep_nesting(opener, max_depth=200_000))
     def check(text):
         path = tmp_path / "c.jsonl"
