@@ -121,7 +121,8 @@ class CompactionConfig:
     )
     max_input_lines: int = _knob(
         MAX_INPUT_LINES, "int", "Input cap: a full context of more lines than this is refused likewise "
-        "(bounds the packers' time, which grows with lines x lines).", check=_positive, rule="must be >= 1",
+        "(bounds the packers' time, which grows with lines x lines, and their similarity matrix).",
+        check=_positive, rule="must be >= 1",
     )
 
 

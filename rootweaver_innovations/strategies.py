@@ -4,9 +4,10 @@ Every compactor :func:`make_compactor` returns is behind an input cap
 (:class:`InputCap`): a context longer than ``max_input_chars`` characters or
 ``max_input_lines`` lines is refused with :class:`InputTooLargeError` before any work, so
 one oversized request cannot take a server's memory or minutes of its time. Under the
-defaults the packers' memory is linear in the input (2 MB: under 200 MB peak, see
-``benchmarks/bench_memory.py`` and docs/results.md) and their time grows with lines x
-lines that share words.
+defaults (2,000,000 chars, 5,000 lines) every strategy stays under 200 MB (see
+``benchmarks/bench_memory.py`` and docs/results.md): the packers hold at most a 4,096^2
+int32 similarity (64 MB) and recompute similarity columns beyond 4,096 candidates. Their
+time grows with lines x lines that share words, which is what the line cap bounds.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ __all__ = ["MAX_INPUT_CHARS", "MAX_INPUT_LINES", "STRATEGIES", "InputCap", "Inpu
 
 STRATEGIES = ("line", "submodular", "evidence")
 MAX_INPUT_CHARS = 2_000_000
-MAX_INPUT_LINES = 20_000
+MAX_INPUT_LINES = 5000
 
 
 class InputTooLargeError(ValueError):

@@ -72,32 +72,35 @@ def test_packing_results_are_identical_to_the_dense_similarity(monkeypatch, cand
     assert [p.gain for p in new.packet] == pytest.approx([p.gain for p in old.packet], rel=1e-9, abs=1e-12)
 
 
-def _blockwise(m) -> None:
-    """Force the column-block path with tiny blocks (many blocks per pass)."""
-    m.setattr(objective_module, "DENSE_LIMIT", 0)
+def _tiny_blocks(m, on_demand: bool) -> None:
+    """Many tiny blocks per pass; ``on_demand``: columns recomputed instead of a held matrix."""
+    if on_demand:
+        m.setattr(objective_module, "DENSE_LIMIT", 0)
     m.setattr(similarity_module, "BLOCK_ENTRIES", 7)
     m.setattr(similarity_module, "BLOCK_PRODUCTS", 5)
 
 
 @SETTINGS
 @given(cands=candidate_lists(max_size=14), query=queries, budget=budgets,
-       policy=st.sampled_from(("mmr", "submodular", "evidence")))
-def test_the_block_wise_objective_packs_exactly_as_the_held_matrix(monkeypatch, cands, query, budget, policy):
-    held = pack(policy, cands, query, budget)
+       policy=st.sampled_from(("mmr", "submodular", "evidence")), on_demand=st.booleans())
+def test_block_sizes_and_on_demand_columns_pack_exactly_as_one_block(monkeypatch, cands, query, budget, policy,
+                                                                      on_demand):
+    whole = pack(policy, cands, query, budget)
     with monkeypatch.context() as m:
-        _blockwise(m)
-        assert pack(policy, cands, query, budget) == held
+        _tiny_blocks(m, on_demand)
+        assert pack(policy, cands, query, budget) == whole
 
 
 @SETTINGS
 @given(text=contexts(), budget=st.integers(1, 400), question=queries, open_terms=st.lists(words, max_size=2),
-       strategy=st.sampled_from(STRATEGIES))
-def test_the_compactors_are_unchanged_by_the_block_wise_path(monkeypatch, text, budget, question, open_terms, strategy):
+       strategy=st.sampled_from(STRATEGIES), on_demand=st.booleans())
+def test_the_compactors_are_unchanged_by_block_sizes_and_on_demand_columns(monkeypatch, text, budget, question,
+                                                                            open_terms, strategy, on_demand):
     compact = make_compactor(strategy)
-    held = compact(text, max_chars=budget, question=question, open_terms=open_terms)
+    whole = compact(text, max_chars=budget, question=question, open_terms=open_terms)
     with monkeypatch.context() as m:
-        _blockwise(m)
-        assert compact(text, max_chars=budget, question=question, open_terms=open_terms) == held
+        _tiny_blocks(m, on_demand)
+        assert compact(text, max_chars=budget, question=question, open_terms=open_terms) == whole
 
 
 def test_subset_of_a_tfidf_similarity_keeps_its_cells():

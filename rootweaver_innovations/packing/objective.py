@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..retrieval import bm25_tokenize
+from . import similarity as _similarity
 from .similarity import Similarity
 
 __all__ = [
@@ -43,7 +44,7 @@ __all__ = [
 ]
 
 SCALE = 1 << 20
-DENSE_LIMIT = 1024  # candidates up to which the Repr term holds its n x n quantised matrix (8 MB)
+DENSE_LIMIT = 4096  # candidates up to which the Repr term holds its n x n quantised matrix (int32: 64 MB)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,44 +167,53 @@ class QueryCoverageTerm:
 class RepresentativenessTerm:
     """Repr(S) = sum_i min(sum_{j in S} sim(i, j), alpha deg_i) / sum_i alpha deg_i (quantised).
 
-    ``similarity`` is an ``(n, n)`` array or a :class:`~.similarity.Similarity`. An array,
-    or a similarity over at most :data:`DENSE_LIMIT` candidates, is held quantised (n^2
-    int64). A larger similarity is read column block by column block
-    (:meth:`~.similarity.Similarity.column_blocks`) whenever columns are needed, so the
-    term keeps O(n) state and one bounded block; the gains are the same integers either way.
+    ``similarity`` is an ``(n, n)`` array or a :class:`~.similarity.Similarity`. An array
+    is held quantised as int32. A similarity is read column block by column block
+    (:meth:`~.similarity.Similarity.column_blocks`), so the term keeps O(n) state; only
+    once the gains are asked for (a greedy will ask many times) and there are at most
+    :data:`DENSE_LIMIT` candidates is it held quantised as int32 (at most 64 MB, filled block
+    by block, never as an n x n float matrix). So a policy that only evaluates a set (e.g.
+    ``evidence``, for its report) never holds it. Gains are computed over column blocks of
+    at most :data:`~.similarity.BLOCK_ENTRIES` cells, and are the same integers on every path.
     """
 
     name = "cov"
 
     def __init__(self, similarity: np.ndarray | Similarity, alpha: float):
-        source = similarity if isinstance(similarity, Similarity) else None
-        if source is None:
-            self._q: np.ndarray | None = quantise(similarity)
-        elif source.n <= DENSE_LIMIT:
-            self._q = quantise(source.matrix)
+        if isinstance(similarity, Similarity):
+            self._held: np.ndarray | None = None
+            self._source: Similarity | None = similarity
+            n = similarity.n
         else:
-            self._q = None
-        self._source = source
-        n = self._q.shape[0] if self._q is not None else source.n
-        deg = self._q.sum(axis=1) if self._q is not None else self._column_sum(np.arange(n), n)
-        self.cap = np.floor(alpha * deg).astype(np.int64)
+            self._held, self._source = quantise(similarity).astype(np.int32), None
+            n = self._held.shape[0]
+        self.cap = np.floor(alpha * self._column_sum(np.arange(n), n)).astype(np.int64)
         self.norm = int(self.cap.sum())
         self._gains_from_nothing: np.ndarray | None = None  # every gain while cover == 0, computed once
         self.reset()
 
-    def _blocks(self, idx: np.ndarray | slice) -> Iterator[tuple[slice, np.ndarray]]:
-        """Quantised columns ``idx`` in bounded blocks: ``(span of idx, (n, span) int64)``."""
-        if self._q is not None:
-            yield slice(None), self._q[:, idx]
-            return
-        cols = np.arange(self._source.n) if isinstance(idx, slice) else idx
-        for span, block in self._source.column_blocks(cols):  # a fresh block: quantised in place
-            yield span, np.rint(np.multiply(block, SCALE, out=block), out=block).astype(np.int64)
+    def _hold(self) -> None:
+        """Hold the quantised matrix from now on, when it is small enough (see the class docstring)."""
+        if self._held is None and self._source.n <= DENSE_LIMIT:
+            held = np.empty((self._source.n, self._source.n), dtype=np.int32)
+            for span, block in self._source.column_blocks(np.arange(self._source.n)):
+                held[:, span] = _quantised_block(block)
+            self._held = held
 
-    def _column_sum(self, idx: np.ndarray, n: int) -> np.ndarray:
+    def _blocks(self, cols: np.ndarray) -> Iterator[tuple[slice, np.ndarray]]:
+        """Quantised columns ``cols`` in bounded blocks: ``(span of cols, (n, span) int32)``."""
+        if self._held is None:
+            for span, block in self._source.column_blocks(cols):
+                yield span, _quantised_block(block)
+            return
+        per_block = max(1, _similarity.BLOCK_ENTRIES // max(len(self._held), 1))
+        for lo in range(0, len(cols), per_block):
+            yield slice(lo, lo + per_block), self._held[:, cols[lo:lo + per_block]]
+
+    def _column_sum(self, cols: np.ndarray, n: int) -> np.ndarray:
         total = np.zeros(n, dtype=np.int64)
-        for _span, cols in self._blocks(idx):
-            total += cols.sum(axis=1)
+        for _span, block in self._blocks(cols):
+            total += block.sum(axis=1, dtype=np.int64)
         return total
 
     def reset(self, selected: Sequence[int] = ()) -> None:
@@ -213,17 +223,18 @@ class RepresentativenessTerm:
     def gains(self, idx: np.ndarray | Sequence[int] | None = None) -> np.ndarray:
         if idx is None and not self.cover.any():  # the greedy's first step and its singleton fallback
             if self._gains_from_nothing is None:
-                self._gains_from_nothing = self._integer_gains(slice(None))
+                self._gains_from_nothing = self._integer_gains(np.arange(len(self.cap)))
             g = self._gains_from_nothing
         else:
-            g = self._integer_gains(_indices(idx))
+            g = self._integer_gains(np.arange(len(self.cap)) if idx is None else np.asarray(idx, dtype=np.int64))
         return g / self.norm if self.norm else np.zeros(g.shape)
 
-    def _integer_gains(self, sel: np.ndarray | slice) -> np.ndarray:
-        g = np.zeros(len(self.cap) if isinstance(sel, slice) else len(sel), dtype=np.int64)
+    def _integer_gains(self, cols: np.ndarray) -> np.ndarray:
+        self._hold()
+        g = np.zeros(len(cols), dtype=np.int64)
         cover, cap = self.cover[:, None], self.cap[:, None]
-        for span, cols in self._blocks(sel):
-            g[span] = (np.minimum(cover + cols, cap) - cover).sum(axis=0)
+        for span, block in self._blocks(cols):
+            g[span] = (np.minimum(cover + block, cap) - cover).sum(axis=0)
         return g
 
     def add(self, i: int) -> None:
@@ -232,6 +243,11 @@ class RepresentativenessTerm:
 
     def value(self) -> float:
         return int(self.cover.sum()) / self.norm if self.norm else 0.0
+
+
+def _quantised_block(block: np.ndarray) -> np.ndarray:
+    """:func:`quantise` of a fresh float block, in place, as int32 (values are at most SCALE)."""
+    return np.rint(np.multiply(block, SCALE, out=block), out=block).astype(np.int32)
 
 
 class DiversityTerm:
