@@ -6,11 +6,17 @@ Every knob is declared once, with its type, default, rule and description, in th
 dataclass field metadata; :func:`knob_reference` lists them (the README and the shipped
 ``configs/retrieval/multi_hop.yaml`` document exactly these keys).
 
-Validation happens at the door: an unknown key, a wrong type or an impossible value
-raises :class:`ConfigError` (a ``ValueError``) whose message names the dotted key and the
-source (the YAML file path, or ``source=`` for a mapping). Duplicate keys in a YAML
-mapping are rejected too. Bools are never accepted as numbers; an int is accepted where
-a float is expected.
+Validation happens at the door: an unknown key, a wrong type, an impossible value or a
+file knob (``retriever.corpus``, ``flags.static_file``, ``flags.unleash.bootstrap_file``)
+naming no existing file raises :class:`ConfigError` (a ``ValueError``) whose one-line
+message names the dotted key and the source (the YAML file path, or ``source=`` for a
+mapping). Bools are never accepted as numbers; an int is accepted where a float is
+expected. A YAML file over :data:`MAX_CONFIG_BYTES` (which keeps the pure-Python parse
+under a second), not UTF-8, not valid YAML, repeating a key in a mapping, using an alias
+(``*name``: the defence against "billion laughs" expansion) or nesting deeper than
+:data:`MAX_YAML_DEPTH` levels is rejected, with its line and column where there is one. Values
+echoed in a message are abbreviated (:func:`_shown`), so a message stays one short line
+whatever the input.
 
 Secrets: the config holds only the *names* of environment variables
 (``flags.unleash.token_env``, ``llm.api_key_env``); the values are read from the
@@ -25,6 +31,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import reprlib
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
@@ -35,7 +42,13 @@ import yaml
 from rootweaver_innovations.multihop import STOP_RULES
 from rootweaver_innovations.retrieval import BACKENDS
 from rootweaver_innovations.packing import UNITS as BUDGET_UNITS
-from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, strategy_names
+from rootweaver_innovations.strategies import (
+    DEFAULT_BUDGET_TOKENS,
+    DEFAULT_STRATEGY,
+    MAX_INPUT_CHARS,
+    MAX_INPUT_LINES,
+    strategy_names,
+)
 
 COMPACTION_STRATEGIES = strategy_names()
 
@@ -47,6 +60,8 @@ __all__ = [
     "ConfigError",
     "FlagsConfig",
     "LLMConfig",
+    "MAX_CONFIG_BYTES",
+    "MAX_YAML_DEPTH",
     "MultiHopConfig",
     "RetrieverConfig",
     "UnleashConfig",
@@ -57,6 +72,8 @@ CAPABILITY_FLAG = "eip.capabilities.retrieval.multi_hop.enabled"
 FLAG_PROVIDERS = ("static", "unleash")
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_YAML_DEPTH = 32  # the config nests 4 levels; deeper input is rejected before recursion
+MAX_CONFIG_BYTES = 32 * 1024  # the shipped, fully commented config is 4.5 KB; bounds the pure-Python parse
 
 
 class ConfigError(ValueError):
@@ -67,7 +84,7 @@ class ConfigError(ValueError):
 class _Rule:
     """How one knob is checked: type, nullability, allowed values, a value predicate."""
 
-    kind: str  # "int" | "float" | "bool" | "str" | "env" | "url" | "flag_map"
+    kind: str  # "int" | "float" | "bool" | "str" | "file" | "env" | "url" | "flag_map"
     doc: str
     nullable: bool = False
     choices: tuple[str, ...] = ()
@@ -93,7 +110,7 @@ class RetrieverConfig:
 
     backend: str = _knob("bm25s", "str", "BM25 implementation.", choices=BACKENDS)
     corpus: str | None = _knob(
-        None, "str", "JSONL corpus ({id, title, text|sentences} per line); null = the bundled demo corpus.",
+        None, "file", "JSONL corpus ({id, title, text|sentences} per line); null = the bundled demo corpus.",
         nullable=True,
     )
     index: str | None = _knob(
@@ -116,6 +133,15 @@ class CompactionConfig:
                       choices=tuple(sorted(BUDGET_UNITS, reverse=True)))
     budget: int = _knob(DEFAULT_BUDGET_TOKENS, "int", "Hard budget of the synthesis context in `unit` (>= 1).",
                         check=_positive, rule="must be >= 1")
+    max_input_chars: int = _knob(
+        MAX_INPUT_CHARS, "int", "Input cap: a full context longer than this many characters is refused with a "
+        "one-line error before compaction (bounds memory).", check=_positive, rule="must be >= 1",
+    )
+    max_input_lines: int = _knob(
+        MAX_INPUT_LINES, "int", "Input cap: a full context of more lines than this is refused likewise "
+        "(bounds the packers' time, which grows with lines x lines, and their similarity matrix).",
+        check=_positive, rule="must be >= 1",
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,7 +163,7 @@ class UnleashConfig:
         nullable=True,
     )
     bootstrap_file: str | None = _knob(
-        None, "str", "Unleash features JSON used when no server value is known yet; null = none (flags off).",
+        None, "file", "Unleash features JSON used when no server value is known yet; null = none (flags off).",
         nullable=True,
     )
     token_env: str | None = _knob(
@@ -165,7 +191,7 @@ class FlagsConfig:
         "Static provider: flag name -> on/off (flags not listed are off).",
     )
     static_file: str | None = _knob(
-        None, "str", "Static provider: JSON file {flag name: true|false}; when set it replaces flags.static.",
+        None, "file", "Static provider: JSON file {flag name: true|false}; when set it replaces flags.static.",
         nullable=True,
     )
     unleash: UnleashConfig = _section(UnleashConfig, "Unleash provider settings.")
@@ -241,16 +267,24 @@ class MultiHopConfig:
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> MultiHopConfig:
-        """Load a YAML file (an empty file means all defaults)."""
+        """Load a YAML file (an empty file means all defaults); see the module docstring for errors."""
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            with path.open("rb") as fh:
+                data = fh.read(MAX_CONFIG_BYTES + 1)
         except OSError as exc:
             raise ConfigError(f"{path}: cannot read config ({exc.strerror})") from None
+        if len(data) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{path}: config file is over {MAX_CONFIG_BYTES:,} bytes (a config is a few KB)")
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise ConfigError(f"{path}:{line}: not valid UTF-8 (byte 0x{data[exc.start]:02x})") from None
         try:
             raw = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
         except yaml.YAMLError as exc:
-            raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+            raise ConfigError(f"{path}{_yaml_where(exc, text)}: invalid YAML: {_yaml_problem(exc)}") from None
         return cls.from_mapping(raw, source=str(path))
 
     def to_mapping(self) -> dict[str, Any]:
@@ -279,7 +313,7 @@ def _parse(cls: type, raw: Any, path: str, source: str) -> dict[str, Any]:
     for key in raw:
         if key not in known:
             raise ConfigError(
-                f"{source}: unknown key '{_join(path, str(key))}' "
+                f"{source}: unknown key '{_join(path, _key_text(key))}' "
                 f"(allowed{' in ' + path if path else ''}: {', '.join(sorted(known))})"
             )
     kwargs: dict[str, Any] = {}
@@ -298,6 +332,7 @@ def _parse(cls: type, raw: Any, path: str, source: str) -> dict[str, Any]:
 
 
 _TYPE_NAMES = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a non-empty string",
+               "file": "a non-empty string (a file path)",
                "env": "an environment variable name", "url": "an http(s) URL",
                "flag_map": "a mapping of flag name -> true/false"}
 
@@ -309,12 +344,28 @@ def _type_ok(kind: str, v: Any) -> bool:
         return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
     if kind == "bool":
         return isinstance(v, bool)
-    if kind in ("str", "env", "url"):
+    if kind in ("str", "file", "env", "url"):
         return isinstance(v, str) and bool(v.strip())
     return isinstance(v, tuple) and all(  # flag_map
         isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and p[0] and isinstance(p[1], bool)
         for p in v
     )
+
+
+_SHORT = reprlib.Repr()  # keyword arguments need Python 3.12
+_SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlong = 2, 80, 80, 40
+_SHORT.maxtuple = _SHORT.maxlist = _SHORT.maxdict = _SHORT.maxset = 4
+
+
+def _shown(value: Any) -> str:
+    """A bounded, one-line repr of a config value for an error message (huge or deeply
+    nested values are abbreviated with ``...``, never expanded)."""
+    return _SHORT.repr(value)
+
+
+def _key_text(key: Any) -> str:
+    """A mapping key as written in a dotted path: short printable strings verbatim, else abbreviated."""
+    return key if isinstance(key, str) and key.isprintable() and len(key) <= 80 else _shown(key)
 
 
 def _validate(obj: Any, path: str, source: str) -> None:
@@ -339,15 +390,17 @@ def _validate(obj: Any, path: str, source: str) -> None:
         if not _type_ok(rule.kind, value):
             shown = value if rule.kind != "flag_map" else dict(value) if isinstance(value, tuple) else value
             raise ConfigError(f"{source}: key '{key}' must be {_TYPE_NAMES[rule.kind]}, "
-                              f"got {type(shown).__name__} {shown!r}")
+                              f"got {type(shown).__name__} {_shown(shown)}")
         if rule.kind == "url" and not re.match(r"https?://\S+$", value):
-            raise ConfigError(f"{source}: key '{key}' must be an http(s) URL, got {value!r}")
+            raise ConfigError(f"{source}: key '{key}' must be an http(s) URL, got {_shown(value)}")
         if key == "flags.unleash.url" and not value.rstrip("/").endswith("/api"):
-            raise ConfigError(f"{source}: key '{key}' must end in '/api' (the client API base), got {value!r}")
+            raise ConfigError(f"{source}: key '{key}' must end in '/api' (the client API base), got {_shown(value)}")
+        if rule.kind == "file" and not Path(value).is_file():
+            raise ConfigError(f"{source}: key '{key}' must name an existing file, got {_shown(value)} (not found)")
         if rule.choices and value not in rule.choices:
-            raise ConfigError(f"{source}: key '{key}' must be one of {sorted(rule.choices)}, got {value!r}")
+            raise ConfigError(f"{source}: key '{key}' must be one of {sorted(rule.choices)}, got {_shown(value)}")
         if rule.check is not None and not rule.check(value):
-            raise ConfigError(f"{source}: key '{key}' {rule.rule}, got {value!r}")
+            raise ConfigError(f"{source}: key '{key}' {rule.rule}, got {_shown(value)}")
 
 
 def _to_mapping(obj: Any) -> dict[str, Any]:
@@ -381,8 +434,56 @@ def knob_reference() -> list[tuple[str, Any, str]]:
     return rows
 
 
+def _yaml_where(exc: yaml.YAMLError, text: str) -> str:
+    """``:line:column`` (1-based) of a PyYAML error in ``text``, or ``""`` when it has no position."""
+    if isinstance(exc, yaml.reader.ReaderError):  # carries a character offset, not a mark
+        line, column = text.count("\n", 0, exc.position) + 1, exc.position - text.rfind("\n", 0, exc.position)
+        return f":{line}:{column}"
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    if mark is not None:
+        return f":{mark.line + 1}:{mark.column + 1}"
+    return ""
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's problem text on one line (its ``str`` spans several, with a source excerpt)."""
+    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow
+        return f"character U+{exc.character:04X} is not allowed"
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or type(exc).__name__
+    return " ".join(str(problem).split())
+
+
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects duplicate keys in a mapping."""
+    """SafeLoader that rejects duplicate keys in a mapping, aliases, and deep nesting.
+
+    Aliases are refused outright (a config has no use for them, and expanding them is
+    what makes a few hundred bytes of "billion laughs" hang); nesting is counted while
+    composing, so a deep document fails at :data:`MAX_YAML_DEPTH` instead of hitting
+    Python's recursion limit, and flow nesting (``[[[...``) already while scanning, whose
+    look-ahead for a possible key otherwise costs time quadratic in the depth.
+    """
+
+    _depth = 0
+
+    def fetch_flow_collection_start(self, TokenClass: type) -> None:
+        if self.flow_level >= MAX_YAML_DEPTH:
+            raise yaml.scanner.ScannerError(None, None, f"nested deeper than {MAX_YAML_DEPTH} levels",
+                                            self.get_mark())
+        super().fetch_flow_collection_start(TokenClass)
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not allowed in a config",
+                                              event.start_mark)
+        if self._depth >= MAX_YAML_DEPTH:
+            raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_YAML_DEPTH} levels",
+                                              event.start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:

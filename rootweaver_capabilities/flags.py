@@ -56,14 +56,22 @@ class StaticFlagProvider:
 
     @classmethod
     def from_json_file(cls, path: str | Path) -> StaticFlagProvider:
-        """Load ``{"flag.name": true|false, ...}``; errors name the file."""
+        """Load ``{"flag.name": true|false, ...}``; errors (``ValueError``, one line) name the file
+        and, for bad bytes or JSON, the line."""
         path = Path(path)
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            data = path.read_bytes()
         except OSError as exc:
             raise ValueError(f"{path}: cannot read flag file ({exc.strerror})") from None
+        try:
+            raw = json.loads(data.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise ValueError(f"{path}:{line}: not valid UTF-8 (byte 0x{data[exc.start]:02x})") from None
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: malformed JSON ({exc.msg}, line {exc.lineno})") from None
+            raise ValueError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+        except RecursionError:
+            raise ValueError(f"{path}: JSON nested too deeply") from None
         if not isinstance(raw, dict):
             raise ValueError(f"{path}: expected a JSON object of flag name -> true/false")
         try:

@@ -171,7 +171,10 @@ class MultiHopCapability:
                     off = MultiHopRAG(**common, compaction_enabled=False)
                     on = None
                     if cfg.compaction.enabled:
-                        timed = _TimedCompactor(make_compactor(cfg.compaction.strategy), self._clock)
+                        compactor = make_compactor(cfg.compaction.strategy,
+                                                   max_input_chars=cfg.compaction.max_input_chars,
+                                                   max_input_lines=cfg.compaction.max_input_lines)
+                        timed = _TimedCompactor(compactor, self._clock)
                         on = MultiHopRAG(**common, decomposer=off.decomposer, title_index=off.title_index,
                                          compaction_enabled=True,
                                          compactor=timed)

@@ -11,6 +11,7 @@ import ast
 import gzip
 import json
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,44 +73,67 @@ def split_sentences(text: str) -> tuple[str, ...]:
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` per non-blank line of a JSONL file (``.gz`` read transparently)."""
+    """``(line number, object)`` per non-blank line of a JSONL file (``.gz`` read transparently).
+
+    Raises :class:`CorpusError` naming the file (and line) for a missing or unreadable file,
+    a line that is not UTF-8, malformed or too deeply nested JSON, or a line that is not
+    a JSON object.
+    """
     if not path.is_file():
         raise CorpusError(f"{path}: file not found")
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise CorpusError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from None
-            if not isinstance(obj, dict):
-                raise CorpusError(f"{path}:{lineno}: expected a JSON object")
-            yield lineno, obj
+    lineno = 0
+    try:
+        with opener(path, "rb") as fh:
+            for lineno, raw in enumerate(fh, 1):
+                if raw.strip():
+                    yield lineno, _parse_line(path, lineno, raw)
+    except (OSError, EOFError, zlib.error) as exc:  # unreadable file, bad or truncated gzip
+        raise CorpusError(f"{path}:{lineno + 1}: cannot read ({exc})") from None
+
+
+def _parse_line(path: Path, lineno: int, raw: bytes) -> dict[str, Any]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorpusError(f"{path}:{lineno}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column "
+                          f"{exc.start + 1})") from None
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CorpusError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from None
+    except RecursionError:
+        raise CorpusError(f"{path}:{lineno}: JSON nested too deeply") from None
+    if not isinstance(obj, dict):
+        raise CorpusError(f"{path}:{lineno}: expected a JSON object")
+    return obj
 
 
 def passage_from_object(obj: dict[str, Any], path: Path, lineno: int) -> Passage:
     """The :class:`Passage` of one corpus line (``{"id", "title", "text"}``, or ``sentences``,
-    a list, instead of ``text``); :class:`CorpusError` naming ``path:lineno`` for a missing
-    or non-string field."""
+    a list of strings, instead of ``text``); :class:`CorpusError` naming ``path:lineno`` and the
+    field for a missing, null or mistyped field, or sentences that are all blank."""
     for key in ("id", "title"):
         if not isinstance(obj.get(key), str) or not obj[key]:
-            raise CorpusError(f"{path}:{lineno}: field {key!r} must be a non-empty string")
+            raise CorpusError(f"{path}:{lineno}: field {key!r} must be a non-empty string, got {_kind(obj.get(key))}")
     if isinstance(obj.get("sentences"), list) and obj["sentences"]:
-        sents = tuple(str(s).strip() for s in obj["sentences"] if str(s).strip())
+        try:
+            sents = _sentences(obj["sentences"], "sentences")
+        except CorpusError as exc:
+            raise CorpusError(f"{path}:{lineno}: {exc}") from None
     elif isinstance(obj.get("text"), str) and obj["text"].strip():
         sents = split_sentences(obj["text"])
     else:
-        raise CorpusError(f"{path}:{lineno}: field 'text' must be a non-empty string")
+        raise CorpusError(f"{path}:{lineno}: field 'text' must be a non-empty string, got {_kind(obj.get('text'))}")
     return Passage(obj["id"], obj["title"], sents)
 
 
 def load_corpus_jsonl(path: str | Path) -> list[Passage]:
-    """Load ``{"id", "title", "text"}`` lines (``sentences``, a list, may replace ``text``).
+    """Load ``{"id", "title", "text"}`` lines (``sentences``, a list of strings, may replace ``text``).
 
     Raises :class:`CorpusError` naming the file and line for a missing file, bad JSON,
-    a missing or non-string field, a duplicate id, or an empty corpus.
+    a missing or non-string field, sentences that are all blank, a duplicate id, or an
+    empty corpus.
     """
     path = Path(path)
     passages: list[Passage] = []
@@ -125,6 +149,36 @@ def load_corpus_jsonl(path: str | Path) -> list[Passage]:
     return passages
 
 
+_JSON_KINDS = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
+               list: "an array", dict: "an object"}
+
+
+def _kind(value: Any) -> str:
+    """How a JSON value is named in an error: ``null``, ``an empty string``, ``a number``..."""
+    if value == "":
+        return "an empty string"
+    if isinstance(value, str) and not value.strip():
+        return "a blank string"
+    return _JSON_KINDS.get(type(value), type(value).__name__)
+
+
+def _string(value: Any, name: str) -> str:
+    """``value`` when it is a non-blank string, else a :class:`CorpusError` naming field ``name``."""
+    if not isinstance(value, str) or not value.strip():
+        raise CorpusError(f"field {name!r} must be a non-empty string, got {_kind(value)}")
+    return value
+
+
+def _sentences(value: Any, name: str) -> tuple[str, ...]:
+    """The stripped non-blank strings of the list ``value``; an error when there is none."""
+    if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+        raise CorpusError(f"field {name!r} must be a list of strings")
+    sents = tuple(s.strip() for s in value if s.strip())
+    if not sents:
+        raise CorpusError(f"field {name!r} has no non-blank sentence")
+    return sents
+
+
 def _field(obj: dict[str, Any], key: str) -> Any:
     """Some merged files store lists as Python literals in strings; decode those."""
     value = obj.get(key)
@@ -132,7 +186,13 @@ def _field(obj: dict[str, Any], key: str) -> Any:
         try:
             return json.loads(value)
         except json.JSONDecodeError:
+            pass
+        except RecursionError:
+            raise CorpusError(f"field {key!r} is nested too deeply") from None
+        try:
             return ast.literal_eval(value)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            raise CorpusError(f"field {key!r} is neither JSON nor a Python literal") from None
     return value
 
 
@@ -147,36 +207,80 @@ def detect_layout(obj: dict[str, Any]) -> str:
     raise CorpusError("row has neither 'context' nor 'paragraphs'")
 
 
+def _list(value: Any, name: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise CorpusError(f"field {name!r} must be an array, got {_kind(value)}")
+    return value
+
+
 def _row_from(obj: dict[str, Any], qid_prefix: str) -> QARow:
+    """One :class:`QARow`; a :class:`CorpusError` naming the offending field otherwise.
+
+    ``supporting_facts: null`` (paragraph-level gold) loads with ``supporting_titles`` as
+    the gold titles; every other required field must be present and non-null.
+    """
     layout = detect_layout(obj)
-    qid = str(obj.get("_id") or obj.get("id"))
+    id_key = "_id" if "_id" in obj else "id"
+    raw_id = obj.get(id_key)
+    if isinstance(raw_id, int) and not isinstance(raw_id, bool):
+        raw_id = str(raw_id)
+    qid = _string(raw_id, id_key)
+    question = _string(obj.get("question"), "question")
+    answer = _string(obj.get("answer"), "answer")
     if layout == "musique":
-        paras = _field(obj, "paragraphs")
-        passages = tuple(
-            Passage(f"{qid_prefix}{qid}:{p['idx']}", p["title"], split_sentences(p["paragraph_text"]))
-            for p in paras
-        )
-        gold = tuple(dict.fromkeys(p["title"] for p in paras if p.get("is_supporting")))
-        return QARow(qid, obj["question"], str(obj["answer"]), passages, gold, (), "musique")
-    context = _field(obj, "context")
-    passages = tuple(
-        Passage(f"{qid_prefix}{qid}:{k}", title, tuple(s.strip() for s in sents if s.strip()) or (title,))
-        for k, (title, sents) in enumerate(context)
-    )
-    facts = tuple((t, int(i)) for t, i in _field(obj, "supporting_facts") or ())  # null: paragraph-level gold
-    gold = tuple(_field(obj, "supporting_titles") or dict.fromkeys(t for t, _ in facts))
-    return QARow(qid, obj["question"], str(obj["answer"]), passages, gold, facts, str(obj.get("type", "")))
+        passages, gold_list = [], []
+        for k, p in enumerate(_list(_field(obj, "paragraphs"), "paragraphs")):
+            where = f"paragraphs[{k}]"
+            if not isinstance(p, dict):
+                raise CorpusError(f"field {where!r} must be an object, got {_kind(p)}")
+            idx = p.get("idx")
+            if isinstance(idx, bool) or not isinstance(idx, (int, str)) or idx == "":
+                raise CorpusError(f"field '{where}.idx' must be an integer or a string, got {_kind(idx)}")
+            title = _string(p.get("title"), f"{where}.title")
+            passages.append(Passage(f"{qid_prefix}{qid}:{idx}", title,
+                                    split_sentences(_string(p.get("paragraph_text"), f"{where}.paragraph_text"))))
+            if p.get("is_supporting") is True:
+                gold_list.append(title)
+        return QARow(qid, question, answer, tuple(passages), tuple(dict.fromkeys(gold_list)), (), "musique")
+    passages = []
+    for k, pair in enumerate(_list(_field(obj, "context"), "context")):
+        if not (isinstance(pair, list) and len(pair) == 2):
+            raise CorpusError(f"field 'context[{k}]' must be a [title, sentences] pair")
+        title = _string(pair[0], f"context[{k}].title")
+        passages.append(Passage(f"{qid_prefix}{qid}:{k}", title, _sentences(pair[1], f"context[{k}].sentences")))
+    facts = []
+    raw_facts = _field(obj, "supporting_facts")
+    for k, fact in enumerate(_list(raw_facts, "supporting_facts") if raw_facts is not None else ()):
+        if not (isinstance(fact, list) and len(fact) == 2 and isinstance(fact[1], int)
+                and not isinstance(fact[1], bool)):
+            raise CorpusError(f"field 'supporting_facts[{k}]' must be a [title, sentence index] pair")
+        facts.append((_string(fact[0], f"supporting_facts[{k}].title"), fact[1]))
+    raw_titles = _field(obj, "supporting_titles")
+    if raw_titles is None:
+        gold = tuple(dict.fromkeys(t for t, _ in facts))
+    else:
+        gold = tuple(_string(t, f"supporting_titles[{k}]")
+                     for k, t in enumerate(_list(raw_titles, "supporting_titles")))
+    qtype = obj.get("type")
+    if qtype is not None and not isinstance(qtype, str):
+        raise CorpusError(f"field 'type' must be a string, got {_kind(qtype)}")
+    return QARow(qid, question, answer, tuple(passages), gold, tuple(facts), qtype or "")
 
 
 def load_qa_rows(path: str | Path, limit: int | None = None) -> list[QARow]:
-    """Load rows of any of the three layouts (detected per row), at most ``limit``."""
+    """Load rows of any of the three layouts (detected per row), at most ``limit``.
+
+    Raises :class:`CorpusError` naming the file, the line and the field for anything
+    :func:`read_jsonl` rejects and for a null, missing or ill-typed field (a paragraph
+    whose sentences are all blank included).
+    """
     path = Path(path)
     rows: list[QARow] = []
     for lineno, obj in read_jsonl(path):
         try:
             rows.append(_row_from(obj, ""))
-        except (KeyError, TypeError, ValueError, SyntaxError) as exc:
-            raise CorpusError(f"{path}:{lineno}: unreadable row ({exc})") from None
+        except CorpusError as exc:
+            raise CorpusError(f"{path}:{lineno}: {exc}") from None
         if limit is not None and len(rows) >= limit:
             break
     return rows

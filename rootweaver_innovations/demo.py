@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .corpus import CorpusError, Passage, read_jsonl, load_corpus_jsonl
+from .corpus import CorpusError, Passage, _kind, _string, load_corpus_jsonl, read_jsonl
 
 __all__ = ["DEMO_CORPUS", "GOLDEN_QUESTIONS", "GoldenQuestion", "demo_passages", "load_questions"]
 
@@ -33,18 +33,32 @@ def demo_passages() -> list[Passage]:
     return load_corpus_jsonl(DEMO_CORPUS)
 
 
+def _question_from(obj: dict, lineno: int) -> GoldenQuestion:
+    fields = {}
+    for key in ("id", "answer", "type"):
+        value = obj.get(key, str(lineno) if key == "id" else "")
+        if isinstance(value, int) and not isinstance(value, bool) and key == "id":
+            value = str(value)
+        if not isinstance(value, str):
+            raise CorpusError(f"field {key!r} must be a string, got {_kind(value)}")
+        fields[key] = value
+    titles = obj.get("supporting_titles", [])
+    if not isinstance(titles, list) or not all(isinstance(t, str) for t in titles):
+        raise CorpusError(f"field 'supporting_titles' must be a list of strings, got {_kind(titles)}")
+    return GoldenQuestion(question=_string(obj.get("question"), "question"), supporting_titles=tuple(titles), **fields)
+
+
 def load_questions(path: str | Path = GOLDEN_QUESTIONS) -> list[GoldenQuestion]:
     """Questions JSONL: ``{"id", "question"}`` required; ``answer``, ``type``,
-    ``supporting_titles`` optional. Raises :class:`CorpusError` naming file and line."""
+    ``supporting_titles`` optional (absent, not null). Raises :class:`CorpusError` naming
+    file, line and field."""
     path = Path(path)
     out = []
     for lineno, obj in read_jsonl(path):
-        if not isinstance(obj.get("question"), str) or not obj["question"].strip():
-            raise CorpusError(f"{path}:{lineno}: field 'question' must be a non-empty string")
-        out.append(GoldenQuestion(
-            id=str(obj.get("id", lineno)), question=obj["question"], answer=str(obj.get("answer", "")),
-            type=str(obj.get("type", "")), supporting_titles=tuple(obj.get("supporting_titles", ())),
-        ))
+        try:
+            out.append(_question_from(obj, lineno))
+        except CorpusError as exc:
+            raise CorpusError(f"{path}:{lineno}: {exc}") from None
     if not out:
         raise CorpusError(f"{path}: no questions")
     return out

@@ -5,6 +5,14 @@ module and one :func:`register_strategy` call. The built-ins: ``line`` (the dete
 line compactor, ADR-077), and the packing policies ``submodular`` and ``evidence``
 (:class:`~rootweaver_innovations.packing.compactor.PackingCompactor`). :data:`DEFAULT_STRATEGY`
 is the one that keeps the most answers on the product path (``docs/results.md``).
+
+Every compactor :func:`make_compactor` returns is behind an input cap (:class:`InputCap`): a
+request whose rendered context is over ``max_input_chars`` characters or ``max_input_lines``
+fact lines is refused with :class:`InputTooLargeError` before any work, so one oversized
+request cannot take a server's memory or minutes of its time. Under the defaults (2,000,000
+chars, 5,000 lines) every strategy stays under 200 MB (``benchmarks/bench_memory.py``,
+docs/results.md); the packers' time grows with lines x lines that share words, which is what
+the line cap bounds.
 """
 
 from __future__ import annotations
@@ -21,8 +29,12 @@ from .packing.compactor import PackingCompactor
 __all__ = [
     "DEFAULT_BUDGET_TOKENS",
     "DEFAULT_STRATEGY",
+    "MAX_INPUT_CHARS",
+    "MAX_INPUT_LINES",
     "STRATEGIES",
     "Compactor",
+    "InputCap",
+    "InputTooLargeError",
     "LineCompactor",
     "make_compactor",
     "register_strategy",
@@ -72,6 +84,44 @@ class LineCompactor:
         )
 
 
+MAX_INPUT_CHARS = 2_000_000
+MAX_INPUT_LINES = 5000
+
+
+class InputTooLargeError(ValueError):
+    """A request over the compactor's input cap; the message names the cap and the knob."""
+
+
+@dataclass(frozen=True, slots=True)
+class InputCap:
+    """``compactor`` refusing a request over ``max_input_chars`` chars or ``max_input_lines`` facts.
+
+    The size is that of the full context the facts render to (fact lines and hop headers).
+    """
+
+    compactor: Compactor
+    max_input_chars: int = MAX_INPUT_CHARS
+    max_input_lines: int = MAX_INPUT_LINES
+
+    def __post_init__(self) -> None:
+        for name in ("max_input_chars", "max_input_lines"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+
+    def __call__(self, request: CompactionRequest) -> CompactionResult:
+        """Compact with the wrapped compactor, or raise :class:`InputTooLargeError`."""
+        lines = len(request.facts) + 2 * len(request.hop_queries)
+        if lines > self.max_input_lines:
+            raise InputTooLargeError(f"context of {lines:,} lines is over the compaction input cap "
+                                     f"(compaction.max_input_lines = {self.max_input_lines:,})")
+        chars = sum(len(f.sentence) + len(f.title) + 3 for f in request.facts)
+        if chars > self.max_input_chars:
+            raise InputTooLargeError(f"context of about {chars:,} chars is over the compaction input cap "
+                                     f"(compaction.max_input_chars = {self.max_input_chars:,})")
+        return self.compactor(request)
+
+
 STRATEGIES: dict[str, Callable[[], Compactor]] = {}
 DEFAULT_STRATEGY = "evidence"
 DEFAULT_BUDGET_TOKENS = 400  # reader tokens: about half the median full context on HotpotQA (docs/results.md)
@@ -91,12 +141,15 @@ def strategy_names() -> tuple[str, ...]:
     return tuple(STRATEGIES)
 
 
-def make_compactor(strategy: str) -> Compactor:
-    """A compactor for a registered ``strategy`` (``ValueError`` naming the choices otherwise)."""
+def make_compactor(
+    strategy: str, *, max_input_chars: int = MAX_INPUT_CHARS, max_input_lines: int = MAX_INPUT_LINES
+) -> InputCap:
+    """A compactor for a registered ``strategy`` (``ValueError`` naming the choices otherwise),
+    behind an :class:`InputCap` of ``max_input_chars`` / ``max_input_lines``."""
     factory = STRATEGIES.get(strategy)
     if factory is None:
         raise ValueError(f"unknown compaction strategy {strategy!r}; choose one of {sorted(STRATEGIES)}")
-    return factory()
+    return InputCap(factory(), max_input_chars, max_input_lines)
 
 
 register_strategy("line", LineCompactor)

@@ -113,3 +113,78 @@ def compaction_requests(draw, max_facts: int = 14):
     question = draw(queries)
     open_terms = tuple(draw(st.lists(st.sampled_from(WORDS), max_size=3)))
     return CompactionRequest(question, tuple(facts), hop_queries, open_terms, draw(budgets))
+
+
+# Hostile input for the loaders and the config (tests/test_hostile_input.py).
+
+json_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=10,
+)
+
+
+def deep_nesting(opener: str, closer: str = "", max_depth: int = 20_000):
+    """``opener`` repeated 50..max_depth times (then ``closer`` as often): nesting past any limit."""
+    return st.integers(50, max_depth).map(lambda n: opener * n + closer * n)
+
+
+def _knob_paths() -> list[tuple[str, ...]]:
+    from rootweaver_capabilities.config import knob_reference
+
+    return [tuple(key.split(".")) for key, _, _ in knob_reference()]
+
+
+@st.composite
+def config_mappings(draw):
+    """A nested config mapping: a few real knob paths (and sometimes an unknown one) set to
+    arbitrary JSON-like values, nulls included."""
+    out: dict = {}
+    paths = _knob_paths() + [("nope",), ("llm", "nope")]
+    for path in draw(st.lists(st.sampled_from(paths), min_size=1, max_size=4)):
+        node = out
+        for part in path[:-1]:
+            node = node.setdefault(part, {}) if isinstance(node.get(part, {}), dict) else {}
+        node[path[-1]] = draw(json_values)
+    return out
+
+
+ALIAS_BOMB = "".join(
+    [f'a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n']
+    + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 9)]
+    + [f"max_hops: [{', '.join(['*a8'] * 9)}]\n"]
+)
+
+config_texts = st.one_of(
+    st.binary(max_size=200).map(lambda b: b.decode("latin-1")),  # arbitrary characters
+    st.text(alphabet=":-[]{}&*!|>'\"#%@` \n\tabc01", max_size=120),  # YAML punctuation soup
+    deep_nesting("a: [", max_depth=5000),  # within the config size limit: reaches the depth guard
+    deep_nesting("- ", max_depth=5000),
+    st.integers(1, 5).map(lambda n: "\n".join(" " * i + "k:" for i in range(n * 40))),
+    st.just(ALIAS_BOMB),
+)
+
+
+@st.composite
+def qa_rows_with_a_hole(draw):
+    """A valid HotpotQA-layout row with one field (or one nested field) replaced by null or
+    another JSON value, as a dict ready to be written as a JSONL line."""
+    row = {
+        "_id": "q1", "type": "bridge", "question": "Who directed the film?", "answer": "Ann",
+        "supporting_facts": [["A", 0], ["B", 0]], "supporting_titles": ["A", "B"],
+        "context": [["A", ["A is a film.", "It was long."]], ["B", ["Ann directed A."]]],
+    }
+    slots = [
+        (k,) for k in row
+    ] + [("context", 0), ("context", 0, 0), ("context", 0, 1), ("context", 0, 1, 0),
+         ("supporting_facts", 0), ("supporting_facts", 0, 1), ("supporting_titles", 1)]
+    slot = draw(st.sampled_from(slots))
+    node = row
+    for part in slot[:-1]:
+        node = node[part]
+    node[slot[-1]] = draw(st.one_of(st.none(), json_values))
+    return row

@@ -45,8 +45,11 @@ def test_static_provider_from_json_file_and_its_errors(tmp_path):
     assert p.is_enabled(FLAG) and not p.is_enabled("other")
     for name, text in {"bad.json": "{nope", "list.json": "[1]", "type.json": '{"x": 1}'}.items():
         (tmp_path / name).write_text(text)
-        with pytest.raises(ValueError, match=rf"^{tmp_path / name}: "):
+        with pytest.raises(ValueError, match=rf"^{tmp_path / name}(:\d+)?: "):
             StaticFlagProvider.from_json_file(tmp_path / name)
+    (tmp_path / "latin1.json").write_bytes(b'{"a": true,\n "\xe9": false}')
+    with pytest.raises(ValueError, match=r"latin1\.json:2: not valid UTF-8"):
+        StaticFlagProvider.from_json_file(tmp_path / "latin1.json")
     with pytest.raises(ValueError, match="cannot read"):
         StaticFlagProvider.from_json_file(tmp_path / "absent.json")
 

@@ -21,14 +21,17 @@ lazy greedy reproduce the plain greedy bit for bit.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..retrieval import bm25_tokenize
+from . import similarity as _similarity
+from .similarity import Similarity
 
 __all__ = [
+    "DENSE_LIMIT",
     "SCALE",
     "DiversityTerm",
     "QueryCoverageTerm",
@@ -41,6 +44,7 @@ __all__ = [
 ]
 
 SCALE = 1 << 20
+DENSE_LIMIT = 4096  # candidates up to which the Repr term holds its n x n quantised matrix (int32: 64 MB)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,30 +165,89 @@ class QueryCoverageTerm:
 
 
 class RepresentativenessTerm:
-    """Repr(S) = sum_i min(sum_{j in S} sim(i, j), alpha deg_i) / sum_i alpha deg_i (quantised)."""
+    """Repr(S) = sum_i min(sum_{j in S} sim(i, j), alpha deg_i) / sum_i alpha deg_i (quantised).
+
+    ``similarity`` is an ``(n, n)`` array or a :class:`~.similarity.Similarity`. An array
+    is held quantised as int32. A similarity is read column block by column block
+    (:meth:`~.similarity.Similarity.column_blocks`), so the term keeps O(n) state; only
+    once the gains are asked for (a greedy will ask many times) and there are at most
+    :data:`DENSE_LIMIT` candidates is it held quantised as int32 (at most 64 MB, filled block
+    by block, never as an n x n float matrix). So a policy that only evaluates a set (e.g.
+    ``evidence``, for its report) never holds it. Gains are computed over column blocks of
+    at most :data:`~.similarity.BLOCK_ENTRIES` cells, and are the same integers on every path.
+    """
 
     name = "cov"
 
-    def __init__(self, similarity: np.ndarray, alpha: float):
-        self.sim = quantise(similarity)
-        self.cap = np.floor(alpha * self.sim.sum(axis=1)).astype(np.int64)
+    def __init__(self, similarity: np.ndarray | Similarity, alpha: float):
+        if isinstance(similarity, Similarity):
+            self._held: np.ndarray | None = None
+            self._source: Similarity | None = similarity
+            n = similarity.n
+        else:
+            self._held, self._source = quantise(similarity).astype(np.int32), None
+            n = self._held.shape[0]
+        self.cap = np.floor(alpha * self._column_sum(np.arange(n), n)).astype(np.int64)
         self.norm = int(self.cap.sum())
+        self._gains_from_nothing: np.ndarray | None = None  # every gain while cover == 0, computed once
         self.reset()
 
+    def _hold(self) -> None:
+        """Hold the quantised matrix from now on, when it is small enough (see the class docstring)."""
+        if self._held is None and self._source.n <= DENSE_LIMIT:
+            held = np.empty((self._source.n, self._source.n), dtype=np.int32)
+            for span, block in self._source.column_blocks(np.arange(self._source.n)):
+                held[:, span] = _quantised_block(block)
+            self._held = held
+
+    def _blocks(self, cols: np.ndarray) -> Iterator[tuple[slice, np.ndarray]]:
+        """Quantised columns ``cols`` in bounded blocks: ``(span of cols, (n, span) int32)``."""
+        if self._held is None:
+            for span, block in self._source.column_blocks(cols):
+                yield span, _quantised_block(block)
+            return
+        per_block = max(1, _similarity.BLOCK_ENTRIES // max(len(self._held), 1))
+        for lo in range(0, len(cols), per_block):
+            yield slice(lo, lo + per_block), self._held[:, cols[lo:lo + per_block]]
+
+    def _column_sum(self, cols: np.ndarray, n: int) -> np.ndarray:
+        total = np.zeros(n, dtype=np.int64)
+        for _span, block in self._blocks(cols):
+            total += block.sum(axis=1, dtype=np.int64)
+        return total
+
     def reset(self, selected: Sequence[int] = ()) -> None:
-        cover = self.sim[:, list(selected)].sum(axis=1) if len(selected) else np.zeros(len(self.cap), np.int64)
+        cover = self._column_sum(np.asarray(list(selected), dtype=np.int64), len(self.cap))
         self.cover = np.minimum(cover, self.cap)  # clipped at the cap: same gains, bounded state
 
     def gains(self, idx: np.ndarray | Sequence[int] | None = None) -> np.ndarray:
-        cols = self.sim[:, _indices(idx)]
-        g = (np.minimum(self.cover[:, None] + cols, self.cap[:, None]) - self.cover[:, None]).sum(axis=0)
+        if idx is None and not self.cover.any():  # the greedy's first step and its singleton fallback
+            if self._gains_from_nothing is None:
+                self._gains_from_nothing = self._integer_gains(np.arange(len(self.cap)))
+            g = self._gains_from_nothing
+        else:
+            g = self._integer_gains(np.arange(len(self.cap)) if idx is None else np.asarray(idx, dtype=np.int64))
         return g / self.norm if self.norm else np.zeros(g.shape)
 
+    def _integer_gains(self, cols: np.ndarray) -> np.ndarray:
+        self._hold()
+        g = np.zeros(len(cols), dtype=np.int64)
+        cover, cap = self.cover[:, None], self.cap[:, None]
+        for span, block in self._blocks(cols):
+            g[span] = (np.minimum(cover + block, cap) - cover).sum(axis=0)
+        return g
+
     def add(self, i: int) -> None:
-        self.cover = np.minimum(self.cover + self.sim[:, i], self.cap)
+        ((_span, col),) = self._blocks(np.array([i]))
+        self.cover = np.minimum(self.cover + col[:, 0], self.cap)
 
     def value(self) -> float:
         return int(self.cover.sum()) / self.norm if self.norm else 0.0
+
+
+def _quantised_block(block: np.ndarray) -> np.ndarray:
+    """:func:`quantise` of a fresh float block, in place, as int32 (values are at most SCALE)."""
+    return np.rint(np.multiply(block, SCALE, out=block), out=block).astype(np.int32)
 
 
 class DiversityTerm:
@@ -224,23 +287,26 @@ class SubmodularObjective:
     """The weighted sum of the four terms over candidates ``0..n-1``, with one running selection.
 
     ``relevance`` (n,) >= 0; ``incidence`` bool (n, T) from :func:`query_incidence`;
-    ``similarity`` (n, n) in [0, 1]; ``doc_index`` (n,) ints naming each candidate's
-    document. The optimiser calls :meth:`gains` and :meth:`add`; :meth:`reset` starts over.
+    ``similarity`` (n, n) in [0, 1], an array or a :class:`~.similarity.Similarity`
+    (see :class:`RepresentativenessTerm` for its memory); ``doc_index`` (n,) ints naming
+    each candidate's document. The optimiser calls :meth:`gains` and :meth:`add`;
+    :meth:`reset` starts over.
     """
 
     def __init__(
         self,
         relevance: np.ndarray,
         incidence: np.ndarray,
-        similarity: np.ndarray,
+        similarity: np.ndarray | Similarity,
         doc_index: np.ndarray,
         weights: SubmodularWeights = SubmodularWeights(),
     ):
         n = len(relevance)
-        if incidence.shape[0] != n or similarity.shape != (n, n) or len(doc_index) != n:
+        shape = (similarity.n, similarity.n) if isinstance(similarity, Similarity) else similarity.shape
+        if incidence.shape[0] != n or shape != (n, n) or len(doc_index) != n:
             raise ValueError(
                 f"objective inputs disagree on n={n}: incidence {incidence.shape}, "
-                f"similarity {similarity.shape}, doc_index {len(doc_index)}"
+                f"similarity {shape}, doc_index {len(doc_index)}"
             )
         self.n = n
         self.weights = weights

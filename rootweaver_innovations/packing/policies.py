@@ -68,14 +68,10 @@ class PackingProblem:
     given_similarity: Similarity | None = None
 
     @functools.cached_property
-    def similarity_record(self) -> Similarity:
+    def similarity(self) -> Similarity:
         if self.given_similarity is not None:
             return self.given_similarity
         return tfidf_similarity([c.text for c in self.candidates])
-
-    @property
-    def similarity(self) -> np.ndarray:
-        return self.similarity_record.matrix
 
     @functools.cached_property
     def objective(self) -> SubmodularObjective:
@@ -169,7 +165,7 @@ def _mmr(p: PackingProblem) -> Selection:
         best = int(np.argmax(np.where(feasible, score, -np.inf)))
         order.append(best)
         gains.append(float(score[best]))
-        redundancy = np.maximum(redundancy, p.similarity[:, best])
+        redundancy = np.maximum(redundancy, p.similarity.columns([best])[:, 0])
         knap.take(best)
     return Selection(tuple(order), tuple(gains))
 
@@ -270,7 +266,7 @@ def pack(
     ):
         raise ValueError(f"max_snippets must be a positive int or None, got {max_snippets!r}")
     if similarity is not None and (
-        not isinstance(similarity, Similarity) or similarity.matrix.shape[0] != len(candidates)
+        not isinstance(similarity, Similarity) or similarity.n != len(candidates)
     ):
         raise ValueError(f"similarity must be a Similarity over the {len(candidates)} candidates")
     screened = screen(candidates)
@@ -316,7 +312,7 @@ def pack(
         chars=len(text),
         tokens=used if budget.unit == "tokens" else None,
         objective=problem.objective.evaluate(order) if problem.built_objective else None,
-        similarity=problem.similarity_record.kind if "similarity_record" in problem.__dict__ else None,
+        similarity=problem.similarity.kind if "similarity" in problem.__dict__ else None,
         fallback=chosen.fallback,
     )
 

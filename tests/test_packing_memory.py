@@ -1,0 +1,174 @@
+"""Bounded-memory packing (issue 15, item 4): the sparse, on-demand TF-IDF similarity packs
+exactly as the dense matrix it replaced; the block-wise objective path equals the held
+matrix path; the compactors' input cap refuses oversized contexts with a one-line error.
+
+Peak memory itself is measured by ``benchmarks/bench_memory.py`` (docs/results.md), not here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rootweaver_innovations.packing import Similarity, pack, tfidf_relevance, tfidf_similarity
+from rootweaver_innovations.packing import objective as objective_module
+from rootweaver_innovations.packing import policies as policies_module
+from rootweaver_innovations.packing import similarity as similarity_module
+from rootweaver_innovations.retrieval import bm25_tokenize
+from rootweaver_innovations.strategies import STRATEGIES, InputCap, InputTooLargeError, make_compactor
+
+from strategies import budgets, candidate_lists, contexts, queries, words
+
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+POLICIES = ("naive", "focused", "mmr", "submodular", "evidence")
+
+
+def dense_reference(texts: list[str]) -> np.ndarray:
+    """The dense TF-IDF cosine the packers used before issue 15 (n x vocabulary counts)."""
+    docs = [bm25_tokenize(t) for t in texts]
+    vocab: dict[str, int] = {}
+    for doc in docs:
+        for tok in doc:
+            vocab.setdefault(tok, len(vocab))
+    counts = np.zeros((len(docs), len(vocab)))
+    for i, doc in enumerate(docs):
+        for tok in doc:
+            counts[i, vocab[tok]] += 1.0
+    idf = np.log((1.0 + len(docs)) / (1.0 + (counts > 0).sum(axis=0))) + 1.0
+    vectors = counts * idf
+    norms = np.linalg.norm(vectors, axis=1)
+    unit = vectors / np.where(norms > 0, norms, 1.0)[:, None]
+    sim = np.clip(unit @ unit.T, 0.0, 1.0)
+    np.fill_diagonal(sim, norms > 0)
+    return sim
+
+
+def summary(res):
+    """What a packing decided: text, picks with their step, omissions, fallback."""
+    return (res.text, [(p.candidate.id, p.step) for p in res.packet], res.omissions, res.fallback)
+
+
+@SETTINGS
+@given(texts=st.lists(words, max_size=25))
+def test_sparse_tfidf_equals_the_dense_computation(texts):
+    got = tfidf_similarity(texts).matrix
+    want = dense_reference(texts)
+    assert np.allclose(got, want, rtol=0, atol=1e-12)
+    assert np.array_equal(got, got.T)  # summed in token order from both sides: exactly symmetric
+    assert np.array_equal(objective_module.quantise(got), objective_module.quantise(want))
+
+
+@SETTINGS
+@given(cands=candidate_lists(max_size=12), query=queries, budget=budgets, policy=st.sampled_from(POLICIES))
+def test_packing_results_are_identical_to_the_dense_similarity(monkeypatch, cands, query, budget, policy):
+    new = pack(policy, cands, query, budget)
+    with monkeypatch.context() as m:
+        m.setattr(policies_module, "tfidf_similarity", lambda texts: Similarity(dense_reference(texts), "tfidf"))
+        old = pack(policy, cands, query, budget)
+    assert summary(new) == summary(old)
+    assert new.objective == pytest.approx(old.objective, rel=1e-9, abs=1e-12)
+    assert [p.gain for p in new.packet] == pytest.approx([p.gain for p in old.packet], rel=1e-9, abs=1e-12)
+
+
+def _tiny_blocks(m, on_demand: bool) -> None:
+    """Many tiny blocks per pass; ``on_demand``: columns recomputed instead of a held matrix."""
+    if on_demand:
+        m.setattr(objective_module, "DENSE_LIMIT", 0)
+    m.setattr(similarity_module, "BLOCK_ENTRIES", 7)
+    m.setattr(similarity_module, "BLOCK_PRODUCTS", 5)
+
+
+@SETTINGS
+@given(cands=candidate_lists(max_size=14), query=queries, budget=budgets,
+       policy=st.sampled_from(("mmr", "submodular", "evidence")), on_demand=st.booleans())
+def test_block_sizes_and_on_demand_columns_pack_exactly_as_one_block(monkeypatch, cands, query, budget, policy,
+                                                                      on_demand):
+    whole = pack(policy, cands, query, budget)
+    with monkeypatch.context() as m:
+        _tiny_blocks(m, on_demand)
+        assert pack(policy, cands, query, budget) == whole
+
+
+@SETTINGS
+@given(text=contexts(), budget=st.integers(1, 400), question=queries, open_terms=st.lists(words, max_size=2),
+       strategy=st.sampled_from(STRATEGIES), on_demand=st.booleans())
+def test_the_compactors_are_unchanged_by_block_sizes_and_on_demand_columns(monkeypatch, text, budget, question,
+                                                                            open_terms, strategy, on_demand):
+    compact = make_compactor(strategy)
+    whole = compact(text, max_chars=budget, question=question, open_terms=open_terms)
+    with monkeypatch.context() as m:
+        _tiny_blocks(m, on_demand)
+        assert compact(text, max_chars=budget, question=question, open_terms=open_terms) == whole
+
+
+def test_subset_of_a_tfidf_similarity_keeps_its_cells():
+    texts = ["red apple pie", "red apple", "blue sky", "apple sky", "pie"]
+    sim = tfidf_similarity(texts)
+    idx = [3, 0, 4]
+    assert np.array_equal(sim.subset(idx).matrix, sim.matrix[np.ix_(idx, idx)])
+
+
+@SETTINGS
+@given(texts=st.lists(words, max_size=25), query=queries)
+def test_tfidf_relevance_equals_the_dense_cosine_with_the_query(texts, query):
+    docs = [bm25_tokenize(t) for t in texts]
+    vocab = {tok: k for k, tok in enumerate(dict.fromkeys(tok for doc in docs for tok in doc))}
+    counts = np.zeros((len(docs), len(vocab)))
+    for i, doc in enumerate(docs):
+        for tok in doc:
+            counts[i, vocab[tok]] += 1.0
+    idf = np.log((1.0 + len(docs)) / (1.0 + (counts > 0).sum(axis=0))) + 1.0
+    q = np.zeros(len(vocab))
+    for tok in bm25_tokenize(query):
+        if tok in vocab:
+            q[vocab[tok]] += 1.0
+    rows, qv = counts * idf, q * idf
+    denom = np.linalg.norm(rows, axis=1) * np.linalg.norm(qv)
+    want = np.divide(rows @ qv, denom, out=np.zeros(len(texts)), where=denom > 0)
+    assert np.allclose(tfidf_relevance(query, texts), np.clip(want, 0, 1), rtol=0, atol=1e-12)
+
+
+def test_a_large_tfidf_similarity_holds_no_matrix_and_reads_in_bounded_blocks():
+    texts = [f"shared word{i} word{i % 7} common" for i in range(3000)]
+    sim = tfidf_similarity(texts)
+    assert sim.n == 3000
+    assert all(getattr(sim._rows, f).size <= 3000 * 8 for f in ("terms", "weights", "post_rows"))
+    spans = list(sim.column_blocks(np.arange(3000)))
+    assert all(block.size <= similarity_module.BLOCK_ENTRIES for _, block in spans)
+    assert sum(block.shape[1] for _, block in spans) == 3000
+    col = sim.columns([5])[:, 0]
+    assert col[5] == 1.0 and np.all(col > 0)  # every text shares "shared" and "common"
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_the_input_cap_refuses_oversized_contexts_with_one_line(strategy):
+    compact = make_compactor(strategy, max_input_chars=50, max_input_lines=3)
+    ok = "A | one fact\nB | another"
+    assert compact(ok, max_chars=100, question="fact").text
+    with pytest.raises(InputTooLargeError, match=r"^context of 51 chars is over .*compaction\.max_input_chars = 50\)$"):
+        compact("x" * 51, max_chars=100, question="")
+    with pytest.raises(InputTooLargeError, match=r"^context of 4 lines is over .*compaction\.max_input_lines = 3\)$"):
+        compact("a\nb\nc\nd", max_chars=100, question="")
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.5])
+def test_the_input_cap_validates_its_knobs(bad):
+    with pytest.raises(ValueError, match="max_input_chars must be a positive int"):
+        InputCap(make_compactor("line").compactor, max_input_chars=bad)
+
+
+def test_the_capability_applies_the_configured_input_cap():
+    from rootweaver_capabilities.config import MultiHopConfig
+    from rootweaver_capabilities.multi_hop import MultiHopCapability, RequestContext
+
+    question = "Between Harvey Pekar and Denise Levertov who was born earlier?"
+    capped = MultiHopCapability(MultiHopConfig.from_mapping(
+        {"compaction": {"enabled": True, "strategy": "submodular", "max_input_chars": 100}}))
+    with pytest.raises(InputTooLargeError, match=r"compaction\.max_input_chars = 100\)$"):
+        capped.execute(RequestContext(query=question))
+    roomy = MultiHopCapability(MultiHopConfig.from_mapping({"compaction": {"enabled": True, "strategy": "submodular"}}))
+    ctx = RequestContext(query=question)
+    roomy.execute(ctx)
+    assert ctx.metadata["multi_hop"]["strategy"] == "submodular"
