@@ -94,10 +94,8 @@ class InputTooLargeError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class InputCap:
-    """``compactor`` refusing a request over ``max_input_chars`` chars or ``max_input_lines`` facts.
-
-    The size is that of the full context the facts render to (fact lines and hop headers).
-    """
+    """``compactor`` refusing a request whose full context (facts and hop headers rendered)
+    is over ``max_input_chars`` chars or ``max_input_lines`` lines."""
 
     compactor: Compactor
     max_input_chars: int = MAX_INPUT_CHARS
@@ -111,14 +109,14 @@ class InputCap:
 
     def __call__(self, request: CompactionRequest) -> CompactionResult:
         """Compact with the wrapped compactor, or raise :class:`InputTooLargeError`."""
-        lines = len(request.facts) + 2 * len(request.hop_queries)
+        text = render_context(request.facts, request.hop_queries).text
+        if len(text) > self.max_input_chars:
+            raise InputTooLargeError(f"context of {len(text):,} chars is over the compaction input cap "
+                                     f"(compaction.max_input_chars = {self.max_input_chars:,})")
+        lines = text.count("\n") + 1
         if lines > self.max_input_lines:
             raise InputTooLargeError(f"context of {lines:,} lines is over the compaction input cap "
                                      f"(compaction.max_input_lines = {self.max_input_lines:,})")
-        chars = sum(len(f.sentence) + len(f.title) + 3 for f in request.facts)
-        if chars > self.max_input_chars:
-            raise InputTooLargeError(f"context of about {chars:,} chars is over the compaction input cap "
-                                     f"(compaction.max_input_chars = {self.max_input_chars:,})")
         return self.compactor(request)
 
 

@@ -30,7 +30,6 @@ __all__ = [
     "SIMILARITY_KINDS",
     "Similarity",
     "dense_similarity",
-    "tfidf_relevance",
     "tfidf_similarity",
 ]
 
@@ -224,30 +223,6 @@ def tfidf_similarity(texts: Sequence[str]) -> Similarity:
     """
     rows, _vocab, _idf = _unit_rows(texts)
     return Similarity._from_rows(rows)
-
-
-def tfidf_relevance(query: str, texts: Sequence[str]) -> np.ndarray:
-    """TF-IDF cosine of each text with ``query`` (idf fitted on ``texts``), in [0, 1].
-
-    Query words absent from every text carry no weight. Memory is O(tokens). Worked
-    example: every word below occurs in one of the two texts, so all idf are equal and
-    the cosine of "apple" with "red apple" is 1/sqrt(2).
-
-    >>> [round(float(x), 4) for x in tfidf_relevance("apple", ["red apple", "blue sky"])]
-    [0.7071, 0.0]
-    """
-    rows, vocab, idf = _unit_rows(texts)
-    q = np.zeros(len(vocab), dtype=np.float64)
-    for tok in bm25_tokenize(query):
-        if tok in vocab:
-            q[vocab[tok]] += 1.0
-    q *= idf
-    norm = float(np.sqrt(q @ q))
-    if not norm:
-        return np.zeros(len(texts), dtype=np.float64)
-    row_of = np.repeat(np.arange(rows.n), np.diff(rows.indptr))
-    cos = np.bincount(row_of, weights=rows.weights * (q[rows.terms] / norm), minlength=rows.n).astype(np.float64)
-    return np.clip(cos, 0.0, 1.0)
 
 
 def dense_similarity(embeddings: np.ndarray) -> Similarity:
