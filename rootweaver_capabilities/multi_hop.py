@@ -29,15 +29,23 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rootweaver_innovations.compaction import CompactionResult
-from rootweaver_innovations.multihop import Compactor, MultiHopRAG, MultiHopResult, Synthesizer, extractive_answer
+from rootweaver_innovations.multihop import (
+    Answer,
+    Compactor,
+    MultiHopRAG,
+    MultiHopResult,
+    Synthesizer,
+    extractive_answer,
+)
 from rootweaver_innovations.retrieval import BM25Retriever, Retriever
 from rootweaver_innovations.strategies import make_compactor
 
 from .config import LLMConfig, MultiHopConfig, RetrieverConfig
 from .flags import FlagProvider, build_flag_provider
 from .metrics import Metrics
+from .prompts import ReaderAnswer
 
-__all__ = ["CapabilityContext", "MultiHopCapability", "RequestContext"]
+__all__ = ["CapabilityContext", "MultiHopCapability", "RequestContext", "answer_record", "build_synthesizer"]
 
 log = logging.getLogger(__name__)
 
@@ -98,26 +106,37 @@ def _default_retriever(cfg: RetrieverConfig) -> Retriever:
     return BM25Retriever(passages, backend=cfg.backend)
 
 
-def _default_synthesizer(cfg: LLMConfig) -> Synthesizer:
-    """The extractive answer when ``llm.base_url`` is null, else an LLM synthesizer on it."""
-    if cfg.base_url is None:
+def build_synthesizer(cfg: LLMConfig) -> Synthesizer:
+    """The reader of ``cfg.provider``: :func:`extractive_answer` for ``none``, an
+    :class:`~rootweaver_capabilities.llm.LLMSynthesizer` on the embedded model for
+    ``local`` or on the endpoint for ``openai``. Raises ``ValueError`` (one line, with the
+    install command) when ``local`` is asked for but llama-cpp-python is not installed."""
+    if cfg.provider == "none":
         return extractive_answer
     from .llm import LLMSynthesizer, OpenAIChatClient
 
-    client = OpenAIChatClient(
-        cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s,
-        context_window=cfg.context_window, max_tokens=cfg.max_tokens,
-    )
-    return LLMSynthesizer(client)
+    if cfg.provider == "local":
+        from .embedded import LlamaCppChatClient
+        from .reader_models import INSTALL_HINT, reader_installed
+
+        if not reader_installed():
+            raise ValueError(f"llm.provider is 'local' but the embedded reader is not installed: {INSTALL_HINT}")
+        client = LlamaCppChatClient(cfg.model_path, model=cfg.model, context_window=cfg.context_window,
+                                    max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s)
+    else:
+        client = OpenAIChatClient(
+            cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s,
+            context_window=cfg.context_window, max_tokens=cfg.max_tokens,
+        )
+    return LLMSynthesizer(client, mode=cfg.mode)
 
 
 class MultiHopCapability:
     """The multi-hop retrieval capability for an agent runtime (see the module docstring).
 
     ``flags`` defaults to the provider ``config.flags`` names; ``retriever`` to BM25 over
-    ``config.retriever``; ``synthesizer`` to an LLM synthesizer on ``config.llm`` (the
-    extractive answer when ``llm.base_url`` is null); ``metrics``
-    to none. Safe to share across threads: one instance serves concurrent ``execute``
+    ``config.retriever``; ``synthesizer`` to :func:`build_synthesizer` of ``config.llm``
+    (the extractive answer for ``llm.provider: none``); ``metrics`` to none. Safe to share across threads: one instance serves concurrent ``execute``
     calls.
     """
 
@@ -148,7 +167,7 @@ class MultiHopCapability:
                     retriever = self._retriever if self._retriever is not None else _default_retriever(cfg.retriever)
                     synthesizer = self._synthesizer
                     if synthesizer is None:
-                        synthesizer = _default_synthesizer(cfg.llm)
+                        synthesizer = build_synthesizer(cfg.llm)
                     common = dict(
                         retriever=retriever,
                         synthesizer=synthesizer,
@@ -224,4 +243,23 @@ def _record(
         "dropped_lines": len(comp.dropped) if comp is not None else None,
         "compaction_latency_ms": round(seconds * 1000.0, 3) if comp is not None and seconds is not None else None,
         "flags": dict(flags),
+        "answer": answer_record(result.answer),
+    }
+
+
+def answer_record(answer: Answer | None) -> dict[str, Any] | None:
+    """``{"text", "method", "cited_lines", "reader", "error_kind", "error", "prompt_tokens"}``
+    of one answer (this request's own outcome; ``error_kind`` ``None`` unless the reader
+    failed and the answer degraded to the extractive one); ``None`` without a synthesizer."""
+    if answer is None:
+        return None
+    outcome = answer if isinstance(answer, ReaderAnswer) else None
+    return {
+        "text": answer.text,
+        "method": answer.method,
+        "cited_lines": list(answer.cited_lines),
+        "reader": outcome.reader if outcome else "extractive",
+        "error_kind": (outcome.error_kind or None) if outcome else None,
+        "error": (outcome.error or None) if outcome else None,
+        "prompt_tokens": outcome.prompt_tokens if outcome else None,
     }
