@@ -127,6 +127,10 @@ def _cmd_quality(args: argparse.Namespace) -> int:
     if not rows:
         raise ValueError(f"{path}: no non-yes/no question in the selected rows")
     config = MultiHopConfig.from_yaml(args.config) if args.config else MultiHopConfig()
+    if args.compaction or args.max_chars:
+        base = config.to_mapping()
+        base["compaction"].update({k: v for k, v in (("strategy", args.compaction), ("max_chars", args.max_chars)) if v})
+        config = MultiHopConfig.from_mapping(base, source=str(args.config or "command line"))
     client = _reader_client(args, args.max_tokens)
     client.load()
     judge = None
@@ -158,6 +162,7 @@ def _cmd_quality(args: argparse.Namespace) -> int:
 def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     """Register ``eval`` and its subcommands on the top-level parser's subparsers."""
     from rootweaver_capabilities.cli import _positive_int
+    from rootweaver_innovations.strategies import STRATEGIES
 
     from .datasets import DATASETS
     from .packing import BUDGETS, POLICY_ORDER
@@ -212,6 +217,8 @@ def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     qu.add_argument("--questions", type=_positive_int, default=100,
                     help="answer the first N non-yes/no questions of the selected rows")
     qu.add_argument("--config", type=Path, help="capability YAML (loop, retriever, compaction); default: the defaults")
+    qu.add_argument("--compaction", choices=STRATEGIES, help="override compaction.strategy of the config")
+    qu.add_argument("--max-chars", type=_positive_int, help="override compaction.max_chars of the config")
     qu.add_argument("--base-url", help="OpenAI-compatible endpoint; omitted: the embedded reader in this process")
     qu.add_argument("--model", help="model name (sent to the endpoint / shown in the report)")
     qu.add_argument("--model-path", type=Path, help="embedded reader: a GGUF file (default: the 1.5B reader)")

@@ -654,10 +654,15 @@ class LLMSynthesizer:
         raise PromptTooLongError(packet, self.client.context_window, out)
 
     def _complete(self, messages: Sequence[Mapping[str, str]]) -> str:
-        return self.client.chat(
-            messages, temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
-            json_mode=self.json_mode,
-        ).text
+        try:
+            return self.client.chat(
+                messages, temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
+                json_mode=self.json_mode,
+            ).text
+        except PromptTooLongError:
+            if len(messages) > 2:  # the evidence correction turn does not fit: the first reply stays malformed
+                return ""
+            raise
 
     def __call__(self, question: str, synth_context: str) -> ReaderAnswer:
         tag = f"{self.reader}:{self.mode}"
@@ -671,8 +676,8 @@ class LLMSynthesizer:
                 if numbered is not None:
                     outcome = ask_with_evidence(self._complete, question, numbered)
                     if outcome.malformed:
-                        return ReaderAnswer(text=outcome.replies[-1].strip(), method=f"{tag} (malformed reply)",
-                                            **common)
+                        last = next((r.strip() for r in reversed(outcome.replies) if r.strip()), "")
+                        return ReaderAnswer(text=last, method=f"{tag} (malformed reply)", **common)
                     return ReaderAnswer(text=outcome.answer, cited_lines=numbered.cited_lines(outcome.evidence),
                                         method=tag, **common)
                 return ReaderAnswer(text=parse_answer_only(self._complete(messages)), method=tag, **common)

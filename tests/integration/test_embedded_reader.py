@@ -53,13 +53,14 @@ def test_the_model_is_loaded_once_per_process(client):
 def test_generation_stops_at_the_deadline_and_degrades(client):
     from rootweaver_capabilities.embedded import LlamaCppChatClient
 
-    slow = LlamaCppChatClient(MODEL_PATH, model="smollm2", context_window=2048, max_tokens=1500, timeout_s=1.0)
+    # generation is checked after every token, so the deadline holds to within one step
+    slow = LlamaCppChatClient(MODEL_PATH, model="smollm2", context_window=2048, max_tokens=1900, timeout_s=5.0)
     synth = LLMSynthesizer(slow, mode="answer", temperature=0.8, seed=1)
     started = time.monotonic()
     answer = synth("Write a very long story about a lighthouse keeper, in many chapters.", "Lighthouse | A tower.")
     elapsed = time.monotonic() - started
     assert answer.error_kind == "deadline" and answer.method == "extractive (reader failed: deadline)"
-    assert elapsed <= 1.0 * 1.10
+    assert elapsed <= 5.0 * 1.10
 
 
 def test_ask_with_the_local_reader_prints_its_answer(capsys):
