@@ -241,7 +241,7 @@ def run_quality(
         "n_questions": len(rows), "pool_passages": len(pool.passages), "runs": runs, "seeds": seeds,
         "temperature": temperature, "mode": mode, "strategy": strategy, "budget_chars": cfg.compaction.max_chars,
         "gate": gate, "max_hops": cfg.max_hops, "passages_per_hop": cfg.passages_per_hop, "max_tokens": max_tokens,
-        "model": client.model, "reader": getattr(client, "transport", "openai"),
+        "model": client.model, "reader": client.transport,
         "context_window": client.context_window,
         "judge_model": judge_client.model if judge_client else None, "n_resamples": n_resamples,
         "wall_s": round(time.monotonic() - started, 1),

@@ -340,6 +340,7 @@ class ChatClient(Protocol):
     first request does not pay for it; ``chat`` raises :class:`LLMError` subclasses only.
     """
 
+    transport: str  # "openai" | "local": shown in answers as "<transport>:<model>"
     model: str
     context_window: int
     max_tokens: int
@@ -390,6 +391,8 @@ class OpenAIChatClient:
     :func:`resolve_token_counter`, resolved on first use. ``transport`` and ``sleep`` are
     for tests. Raises ``ValueError`` on non-positive sizes or negative retry settings.
     """
+
+    transport = "openai"
 
     def __init__(
         self,
@@ -616,7 +619,7 @@ class LLMSynthesizer:
 
     @property
     def reader(self) -> str:
-        return f"{getattr(self.client, 'transport', 'openai')}:{self.client.model}"
+        return f"{self.client.transport}:{self.client.model}"
 
     def _messages(self, question: str, context: str) -> tuple[list[dict[str, str]], NumberedContext | None]:
         if self.mode == MODE_EVIDENCE:

@@ -247,9 +247,7 @@ def test_serve_answers_every_line_through_every_fault(fault_server, monkeypatch,
         cfg.write_text(f"llm:\n  provider: openai\n  base_url: {fault_server(fault).url}\n  timeout_s: {DEADLINE_S}\n"
                        "  max_tokens: 32\n")
         monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(questions) + "\n\n"))
-        started = time.monotonic()
-        assert main(["serve", "--config", str(cfg)]) == 0
-        assert time.monotonic() - started <= len(questions) * DEADLINE_S * MARGIN + 5  # + loop and tokenizer load
+        assert main(["serve", "--config", str(cfg)]) == 0  # per-request deadlines: the test above
         out, err = capsys.readouterr()
         got = [json.loads(x) for x in out.splitlines()]
         assert [g["question"] for g in got] == questions, name
