@@ -158,17 +158,19 @@ class LlamaCppChatClient:
             from llama_cpp import LlamaGrammar, StoppingCriteriaList
             from llama_cpp.llama_grammar import JSON_GBNF
 
-            with lock:
-                if past_deadline(None, None):
-                    raise LLMDeadlineError(packet, 0, ["waiting for the model"], self.timeout_s)
-                try:
-                    reply = llama.create_completion(
-                        prompt, temperature=temperature, max_tokens=out_tokens, seed=seed, stop=[_CHATML_END],
-                        grammar=LlamaGrammar.from_string(JSON_GBNF, verbose=False) if json_mode else None,
-                        stopping_criteria=StoppingCriteriaList([past_deadline]),
-                    )
-                except (RuntimeError, ValueError) as exc:
-                    raise LLMResponseError(f"the embedded model failed: {type(exc).__name__}: {exc}", packet) from None
+            left = remaining_s()
+            if not lock.acquire(timeout=max(left, 0.0) if left is not None else -1):
+                raise LLMDeadlineError(packet, 0, ["waiting for the model"], self.timeout_s)
+            try:
+                reply = llama.create_completion(
+                    prompt, temperature=temperature, max_tokens=out_tokens, seed=seed, stop=[_CHATML_END],
+                    grammar=LlamaGrammar.from_string(JSON_GBNF, verbose=False) if json_mode else None,
+                    stopping_criteria=StoppingCriteriaList([past_deadline]),
+                )
+            except (RuntimeError, ValueError) as exc:
+                raise LLMResponseError(f"the embedded model failed: {type(exc).__name__}: {exc}", packet) from None
+            finally:
+                lock.release()
             if past_deadline(None, None):
                 raise LLMDeadlineError(packet, 1, ["generation stopped"], self.timeout_s)
         choice = reply["choices"][0]
