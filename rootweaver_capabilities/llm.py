@@ -78,6 +78,7 @@ __all__ = [
     "PromptTooLongError",
     "ReaderAnswer",
     "TOKENIZER_ENV",
+    "check_messages",
     "remaining_s",
     "render_chatml",
     "request_deadline",

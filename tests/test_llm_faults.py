@@ -244,7 +244,8 @@ def test_serve_answers_every_line_through_every_fault(fault_server, monkeypatch,
     for name in ("hang", "500s", "malformed_json", "empty_choices", "mid_body_close", "header_echo"):
         fault, kind = FAULTS[name]
         cfg = tmp_path / f"{name}.yaml"
-        cfg.write_text(f"llm:\n  provider: openai\n  base_url: {fault_server(fault).url}\n  timeout_s: {DEADLINE_S}\n"
+        # 4 s: room for the default retry policy (backoff 0.5 s + 1 s) before the deadline
+        cfg.write_text(f"llm:\n  provider: openai\n  base_url: {fault_server(fault).url}\n  timeout_s: 4.0\n"
                        "  max_tokens: 32\n")
         monkeypatch.setattr("sys.stdin", io.StringIO("\n".join(questions) + "\n\n"))
         assert main(["serve", "--config", str(cfg)]) == 0  # per-request deadlines: the test above
