@@ -1,22 +1,28 @@
-"""The quality gate: answer quality with compaction off vs on, through a real reader.
+"""Answer quality on the product path, and the compaction on/off gate, through a real reader.
 
-For each question (a :class:`~rootweaver_innovations.corpus.QARow`, retrieval over the row's
-own paragraphs with BM25) the multi-hop loop runs once per configuration: ``off`` and each
-strategy at one character budget. The trajectory must be identical across configurations
-(counted in ``trajectory_mismatches``). Each synth context is answered ``runs`` times at
-``temperature > 0`` with seeds ``base_seed + r`` (the same seed for every configuration of
-run ``r``, so runs are paired); runs of one prompt are consecutive so the server's prompt
-cache is reused. Scores: EM/F1 (HotpotQA official), optionally an LLM-judge score through
-a second client, and the answer-in-context of each synth context.
+What a user runs: the :class:`~rootweaver_capabilities.MultiHopCapability` (the loop, the
+configured retriever and compaction, the reader) over the **open pool** of the question
+set (every paragraph of every selected row, :func:`evals.datasets.build_open_pool`), so
+retrieval has to find each question's paragraphs among thousands. The reader is an
+:class:`~rootweaver_capabilities.llm.LLMSynthesizer` on the embedded model or on an
+OpenAI-compatible endpoint: the same prompt, parsing, window check and fallback as
+``rootweaver ask`` / ``serve``.
 
-Gate, per strategy and metric: ``delta`` = mean over questions of (on - off), each
-question's score averaged over its runs, with a paired bootstrap CI. The **noise band** is
-the run-to-run spread measured here: the largest ``|mean(run r) - mean(run r')|`` of any
-configuration, i.e. how far a score moves when nothing but the sampling seed changes.
-``PASS`` when ``|delta| <= band`` on the primary metric (judge when a judge is configured,
-else F1); the ADR's fixed bar (0.07) is reported beside it. Rows are never dropped: a
-prompt that does not fit the reader scores 0 and is counted; an answer that fell back to
-the extractive path (server unavailable) makes the verdict ``INVALID``.
+Configurations: the configured compaction (named by its strategy) and, with the gate,
+``off``; both share the retriever, so the trajectory is the same (mismatches counted).
+Each question is answered ``runs`` times per configuration with seeds ``base_seed + r``.
+Scores per answer: EM/F1 (HotpotQA official), answer-in-context of the synth context,
+cited-line precision/recall against the gold supporting facts (evidence mode), EBG
+Ans/Evid/Joint, the counted prompt tokens and the wall seconds of the request; optionally
+an LLM-judge score.
+
+Gate, per metric: ``delta`` = mean over questions of (on - off), with a paired bootstrap
+CI. The **noise band** is the run-to-run spread (the largest ``|mean(run r) - mean(run r')|``
+of any configuration); ``PASS`` when ``|delta| <= band`` on the primary metric (judge when
+configured, else F1); with one run there is no band (``NO BAND``) and the issue's fixed
+goal is reported beside it (F1 delta >= -0.01 at less than half the off prompt's
+tokens). Rows are never dropped: an answer that fell back to the extractive path (reader
+error, with its kind in ``error``) scores what it scores and makes the verdict ``INVALID``.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from rootweaver_capabilities.llm import ChatClient, LLMSynthesizer, PromptTooLongError
+from rootweaver_capabilities.config import MultiHopConfig
+from rootweaver_capabilities.llm import ChatClient, LLMSynthesizer
 from rootweaver_capabilities.prompts import (
     MODE_EVIDENCE,
     MODES,
@@ -40,6 +47,7 @@ from rootweaver_capabilities.prompts import (
     parse_judge_score,
     score_ebg,
 )
+from rootweaver_innovations.context_format import parse_fact
 from rootweaver_innovations.corpus import QARow
 from rootweaver_innovations.diagnostics import (
     answer_in_context,
@@ -47,10 +55,7 @@ from rootweaver_innovations.diagnostics import (
     f1_score,
     paired_bootstrap_ci,
 )
-from rootweaver_innovations.multihop import MultiHopRAG
 from rootweaver_innovations.retrieval import BM25Retriever
-from rootweaver_innovations.packing import Budget
-from rootweaver_innovations.strategies import make_compactor, strategy_names
 
 from .report import write_json, write_text
 
@@ -61,13 +66,15 @@ __all__ = [
     "merge_reports",
     "quality_markdown",
     "run_quality",
+    "select_questions",
     "summarise_rows",
-    "synth_contexts",
     "write_quality_report",
 ]
 
 CONFIG_OFF = "off"
 ADR_BAR = 0.07  # ADR-077: quality delta within LLM-judge noise, +/-0.07 at 3-5 runs per config
+GOAL_DELTA = -0.01  # issue 14: compaction on vs off, F1 delta >= -0.01 ...
+GOAL_TOKEN_SHARE = 0.5  # ... at less than half the off prompt's tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +84,10 @@ class QualityRow:
     ``judge`` is ``None`` without a judge or when the judge's reply held no score;
     ``ans``/``evid``/``joint`` (EBG scores, ``None`` outside ``mode="evidence"``): Evid is
     strict, so a gold fact missing from the synth context makes it false. ``error`` is
-    empty unless the prompt was refused (the row then scores 0).
+    empty unless the reader failed (its error kind; the answer is then the extractive one).
+    ``cited_precision``/``cited_recall`` (evidence mode; precision ``None`` when nothing was
+    cited) compare the cited lines with the gold supporting facts; ``prompt_tokens`` is the
+    counted prompt, ``seconds`` the wall time of the whole request.
     """
 
     question_id: str
@@ -95,24 +105,16 @@ class QualityRow:
     ans: float | None = None
     evid: float | None = None
     joint: float | None = None
+    cited_precision: float | None = None
+    cited_recall: float | None = None
+    prompt_tokens: int | None = None
+    seconds: float = 0.0
 
 
-def synth_contexts(
-    row: QARow, strategies: Sequence[str], budget_chars: int, *, max_hops: int, passages_per_hop: int
-) -> tuple[dict[str, str], bool]:
-    """``({config: synth_context}, trajectories_identical)`` for ``off`` and each strategy."""
-    retriever = BM25Retriever(row.passages, backend="rank_bm25")
-    contexts, trajectories = {}, set()
-    for name in (CONFIG_OFF, *strategies):
-        on = name != CONFIG_OFF
-        rag = MultiHopRAG(
-            retriever, max_hops=max_hops, passages_per_hop=passages_per_hop, compaction_enabled=on,
-            compaction_budget=Budget.chars(budget_chars), **({"compactor": make_compactor(name)} if on else {}),
-        )
-        result = rag.multi_hop_search(row.question)
-        contexts[name] = result.synth_context
-        trajectories.add(result.trajectory())
-    return contexts, len(trajectories) == 1
+def select_questions(rows: Sequence[QARow], n: int | None) -> list[QARow]:
+    """The first ``n`` rows (all when ``None``) whose answer is not yes/no."""
+    answerable = [r for r in rows if r.answer.strip().lower() not in ("yes", "no")]
+    return answerable if n is None else answerable[:n]
 
 
 def _gold_facts(row: QARow) -> frozenset[tuple[str, str]]:
@@ -134,6 +136,17 @@ def _ebg(row: QARow, context: str, prediction: str, cited: Sequence[str]) -> dic
     return {"ans": float(s.ans), "evid": float(s.evid), "joint": float(s.joint)}
 
 
+def _cited_pr(row: QARow, cited: Sequence[str]) -> tuple[float | None, float | None]:
+    """(precision, recall) of the cited lines against every gold supporting fact; recall
+    ``None`` for a row without gold facts, precision ``None`` when nothing was cited."""
+    gold = _gold_facts(row)
+    facts = {parse_fact(line) for line in cited}
+    hits = sum((t, s) in gold for t, s, *_ in (f for f in facts if f is not None))
+    precision = hits / len(facts) if facts else None
+    recall = hits / len(gold) if gold else None
+    return precision, recall
+
+
 def _judge(client: ChatClient, question: str, gold: str, prediction: str) -> float | None:
     reply = client.chat(judge_messages(question, gold, prediction), temperature=0.0, max_tokens=16, seed=0)
     return parse_judge_score(reply.text)
@@ -143,72 +156,94 @@ def run_quality(
     rows: Sequence[QARow],
     client: ChatClient,
     *,
-    strategies: Sequence[str] = ("line", "submodular", "evidence"),
-    budget_chars: int = 2000,
-    runs: int = 3,
-    temperature: float = 0.7,
+    config: MultiHopConfig | None = None,
+    pool_rows: Sequence[QARow] | None = None,
+    gate: bool = True,
+    runs: int = 1,
+    temperature: float = 0.0,
     base_seed: int = 0,
-    mode: str = "answer",
+    mode: str = MODE_EVIDENCE,
     judge_client: ChatClient | None = None,
-    max_hops: int = 5,
-    passages_per_hop: int = 2,
     max_tokens: int = 32,
     n_resamples: int = 10_000,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int, QualityRow], None] | None = None,
 ) -> dict[str, Any]:
-    """Run the gate and return the report (see the module docstring; JSON-serialisable).
+    """Answer ``rows`` on the product path and return the report (JSON-serialisable).
 
-    Raises ``ValueError`` for no rows, an unknown strategy or mode, ``runs < 2`` (no noise
-    band without repeats), ``temperature <= 0`` or ``budget_chars < 1``.
+    ``config`` (default: the capability defaults) supplies the loop settings, the
+    retriever backend and the compaction (strategy and budget; compaction is turned on for
+    the ``on`` configuration whatever ``compaction.enabled`` says). The open pool is built
+    from ``pool_rows`` (default ``rows``). Raises ``ValueError`` for no rows, an unknown
+    mode, ``runs < 1``, or ``runs >= 2`` at ``temperature <= 0`` (identical runs, no band).
     """
+    from rootweaver_capabilities.multi_hop import MultiHopCapability, RequestContext
+
+    from .datasets import build_open_pool
+
     if not rows:
         raise ValueError("rows must not be empty")
-    unknown = [s for s in strategies if s not in strategy_names()]
-    if unknown or not strategies:
-        raise ValueError(f"strategies must be a non-empty subset of {sorted(strategy_names())}, got {list(strategies)}")
     if mode not in MODES:
         raise ValueError(f"mode must be one of {sorted(MODES)}, got {mode!r}")
-    if runs < 2:
-        raise ValueError(f"runs must be >= 2 to measure run-to-run noise, got {runs}")
-    if temperature <= 0:
-        raise ValueError(f"temperature must be > 0 so that runs differ, got {temperature}")
-    if budget_chars < 1:
-        raise ValueError(f"budget_chars must be >= 1, got {budget_chars}")
-    configs = [CONFIG_OFF, *strategies]
+    if runs < 1:
+        raise ValueError(f"runs must be >= 1, got {runs}")
+    if runs >= 2 and temperature <= 0:
+        raise ValueError(f"runs >= 2 need temperature > 0 so that runs differ, got {temperature}")
+    cfg = config or MultiHopConfig()
+    strategy = cfg.compaction.strategy
+    base = cfg.to_mapping()
+    as_set = {name: MultiHopConfig.from_mapping({**base, "compaction": {**base["compaction"], "enabled": on}})
+              for name, on in ((strategy, True), (CONFIG_OFF, False))}
+    pool = build_open_pool(pool_rows if pool_rows is not None else rows)
+    retriever = BM25Retriever(pool.passages, backend=cfg.retriever.backend)
+    configs = [strategy, *([CONFIG_OFF] if gate else [])]
     seeds = [base_seed + r for r in range(runs)]
+    caps = {
+        (name, r): MultiHopCapability(
+            as_set[name], retriever=retriever,
+            synthesizer=LLMSynthesizer(client, mode=mode, temperature=temperature, seed=seed, max_tokens=max_tokens),
+        )
+        for name in configs for r, seed in enumerate(seeds)
+    }
     out_rows: list[QualityRow] = []
     mismatches = 0
     started = time.monotonic()
     for qi, row in enumerate(rows):
-        contexts, same = synth_contexts(row, strategies, budget_chars, max_hops=max_hops,
-                                        passages_per_hop=passages_per_hop)
-        mismatches += not same
-        for config in configs:
-            context = contexts[config]
-            aic = answer_in_context(row.answer, context)
+        trajectories = set()
+        for name in configs:
             for r, seed in enumerate(seeds):
-                synth = LLMSynthesizer(client, mode=mode, temperature=temperature, seed=seed, max_tokens=max_tokens)
-                cited: tuple[str, ...] = ()
-                try:
-                    answer = synth(row.question, context)
-                    pred, method, error, cited = answer.text, answer.method, "", answer.cited_lines
-                except PromptTooLongError as exc:
-                    pred, method, error = "", "", f"prompt_too_long ({exc.prompt_tokens} tokens)"
+                ctx = RequestContext(query=row.question)
+                t0 = time.perf_counter()
+                result = caps[(name, r)].execute(ctx)
+                seconds = time.perf_counter() - t0
+                if result is None or result.answer is None or (result.compaction is None) != (name == CONFIG_OFF):
+                    raise RuntimeError(f"capability did not run configuration {name!r} (flags?)")
+                trajectories.add(result.trajectory())
+                answer = ctx.metadata["multi_hop"]["answer"]
+                pred, cited = answer["text"], answer["cited_lines"]
+                context = result.synth_context
                 ebg = _ebg(row, context, pred, cited) if mode == MODE_EVIDENCE else {}
-                judge = _judge(judge_client, row.question, row.answer, pred) if judge_client and not error else None
-                out_rows.append(QualityRow(
-                    question_id=row.id, config=config, run=r, seed=seed, prediction=pred, method=method,
+                precision, recall = _cited_pr(row, cited) if mode == MODE_EVIDENCE else (None, None)
+                judge = _judge(judge_client, row.question, row.answer, pred) if judge_client else None
+                q = QualityRow(
+                    question_id=row.id, config=name, run=r, seed=seed, prediction=pred, method=answer["method"],
                     em=exact_match(pred, row.answer), f1=f1_score(pred, row.answer), judge=judge,
-                    context_chars=len(context), answer_in_context=aic, error=error, **ebg,
-                ))
-        if progress is not None:
-            progress(qi + 1, len(rows))
-    report = summarise_rows(out_rows, configs, list(strategies), len(rows), runs, judge_client is not None,
-                            n_resamples, evidence=mode == MODE_EVIDENCE)
+                    context_chars=len(context), answer_in_context=answer_in_context(row.answer, context),
+                    error=answer["error_kind"] or "", cited_precision=precision, cited_recall=recall,
+                    prompt_tokens=answer["prompt_tokens"], seconds=round(seconds, 3), **ebg,
+                )
+                out_rows.append(q)
+                if progress is not None:
+                    progress(qi + 1, len(rows), q)
+        mismatches += len(trajectories) > 1
+    report = summarise_rows(out_rows, configs if gate else [strategy], [strategy] if gate else [], len(rows), runs,
+                            judge_client is not None, n_resamples, evidence=mode == MODE_EVIDENCE)
     report["settings"] = {
-        "n_questions": len(rows), "runs": runs, "seeds": seeds, "temperature": temperature, "mode": mode,
-        "budget_chars": budget_chars, "strategies": list(strategies), "max_hops": max_hops,
-        "passages_per_hop": passages_per_hop, "max_tokens": max_tokens, "model": client.model,
+        "n_questions": len(rows), "pool_passages": len(pool.passages), "runs": runs, "seeds": seeds,
+        "temperature": temperature, "mode": mode, "strategy": strategy,
+        "budget": {"limit": cfg.compaction.budget, "unit": cfg.compaction.unit},
+        "gate": gate, "max_hops": cfg.max_hops, "passages_per_hop": cfg.passages_per_hop, "max_tokens": max_tokens,
+        "model": client.model, "reader": client.transport,
+        "context_window": client.context_window,
         "judge_model": judge_client.model if judge_client else None, "n_resamples": n_resamples,
         "wall_s": round(time.monotonic() - started, 1),
     }
@@ -230,7 +265,9 @@ def _matrix(rows: Sequence[QualityRow], config: str, metric: str, qids: list[str
 
 def summarise_rows(rows: Sequence[QualityRow], configs: list[str], strategies: list[str], n: int, runs: int,
                    judged: bool, n_resamples: int = 10_000, evidence: bool = False) -> dict[str, Any]:
-    """Per-config means (overall and per run), the noise band, and the gate per strategy."""
+    """Per-config means (overall and per run), F1 split by answer-in-context, cited-line
+    precision/recall, prompt tokens and seconds, reader errors by kind, the noise band, and
+    the gate per strategy (with the issue's fixed goal beside it)."""
     qids = list(dict.fromkeys(r.question_id for r in rows))
     metrics = ["em", "f1", *(["judge"] if judged else []), *(["ans", "evid", "joint"] if evidence else [])]
     primary = "judge" if judged else "f1"
@@ -249,7 +286,17 @@ def summarise_rows(rows: Sequence[QualityRow], configs: list[str], strategies: l
         first_run = [r for r in mine if r.run == 0]
         entry["answer_in_context"] = float(np.mean([r.answer_in_context for r in first_run]))
         entry["mean_context_chars"] = float(np.mean([r.context_chars for r in first_run]))
-        entry["prompt_too_long"] = sum(bool(r.error) for r in mine)
+        aic = [r.f1 for r in mine if r.answer_in_context]
+        not_aic = [r.f1 for r in mine if not r.answer_in_context]
+        entry["f1_given_aic"] = float(np.mean(aic)) if aic else None
+        entry["f1_given_not_aic"] = float(np.mean(not_aic)) if not_aic else None
+        for name in ("cited_precision", "cited_recall"):
+            values = [getattr(r, name) for r in mine if getattr(r, name) is not None]
+            entry[name] = float(np.mean(values)) if values else None
+        tokens = [r.prompt_tokens for r in mine if r.prompt_tokens is not None]
+        entry["mean_prompt_tokens"] = float(np.mean(tokens)) if tokens else None
+        entry["mean_seconds"] = float(np.mean([r.seconds for r in mine]))
+        entry["errors"] = {k: sum(r.error == k for r in mine) for k in sorted({r.error for r in mine if r.error})}
         entry["degraded"] = sum(r.method.startswith("extractive") for r in mine)
         entry["malformed"] = sum(r.method.endswith("(malformed reply)") for r in mine)
         entry["judge_unscored"] = sum(r.judge is None for r in mine if not r.error) if judged else None
@@ -268,8 +315,13 @@ def summarise_rows(rows: Sequence[QualityRow], configs: list[str], strategies: l
                 "ci_within_band": max(abs(ci.low), abs(ci.high)) <= noise[metric],
                 "within_adr_bar": abs(ci.mean_diff) <= ADR_BAR,
             }
-        verdict = "INVALID" if invalid else ("PASS" if gate[primary]["within_band"] else "FAIL")
-        gates[strategy] = {"primary_metric": primary, "verdict": verdict, **gate}
+        verdict = ("INVALID" if invalid else "NO BAND (1 run)" if runs < 2
+                   else "PASS" if gate[primary]["within_band"] else "FAIL")
+        on_tok, off_tok = per_config[strategy]["mean_prompt_tokens"], per_config[CONFIG_OFF]["mean_prompt_tokens"]
+        share = on_tok / off_tok if on_tok is not None and off_tok else None
+        goal = {"f1_delta": gate["f1"]["delta"], "token_share": share,
+                "met": gate["f1"]["delta"] >= GOAL_DELTA and share is not None and share < GOAL_TOKEN_SHARE}
+        gates[strategy] = {"primary_metric": primary, "verdict": verdict, "goal": goal, **gate}
     return {"configs": per_config, "noise_band": noise, "gates": gates, "primary_metric": primary, "n": n}
 
 
@@ -289,11 +341,12 @@ def merge_reports(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
         if other != base:
             raise ValueError(f"settings differ: {base} vs {other}")
     rows = [QualityRow(**r) for rep in reports for r in rep["rows"]]
-    qids = [r.question_id for r in rows if r.config == CONFIG_OFF and r.run == 0]
+    strategy = base["strategy"]
+    qids = [r.question_id for r in rows if r.config == strategy and r.run == 0]
     if len(qids) != len(set(qids)):
         raise ValueError("a question appears in more than one report")
-    configs = [CONFIG_OFF, *base["strategies"]]
-    merged = summarise_rows(rows, configs, list(base["strategies"]), len(qids), base["runs"],
+    configs = [strategy, *([CONFIG_OFF] if base["gate"] else [])]
+    merged = summarise_rows(rows, configs, [strategy] if base["gate"] else [], len(qids), base["runs"],
                             base["judge_model"] is not None, base["n_resamples"], evidence=base["mode"] == MODE_EVIDENCE)
     merged["settings"] = {**base, "n_questions": len(qids), "wall_s": round(sum(r["settings"]["wall_s"] for r in reports), 1)}
     merged["trajectory_mismatches"] = sum(r["trajectory_mismatches"] for r in reports)
@@ -301,38 +354,53 @@ def merge_reports(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
+def _f(value: float | None, fmt: str = ".3f") -> str:
+    return "-" if value is None else format(value, fmt)
+
+
 def quality_markdown(report: dict[str, Any], command: str = "") -> str:
     """A markdown section of the report: settings, per-config scores, the gate per strategy."""
     s = report["settings"]
     lines = [
-        "## Quality gate: compaction off vs on",
+        "## Answer quality on the product path" + (": compaction on vs off" if s.get("gate") else ""),
         "",
         *([f"Command: `{command}`", ""] if command else []),
-        f"Reader `{s['model']}`; {s['n_questions']} questions x {s['runs']} runs per config "
-        f"(temperature {s['temperature']}, seeds {s['seeds']}), mode `{s['mode']}`, budget "
-        f"{s['budget_chars']} chars, max_hops {s['max_hops']}, passages_per_hop {s['passages_per_hop']}; "
-        f"judge: {s['judge_model'] or 'none'}; wall time {s['wall_s']} s; trajectory mismatches "
-        f"{report['trajectory_mismatches']}.",
+        f"Reader `{s['model']}` ({s.get('reader', 'openai')}, window {s.get('context_window', '-')}); "
+        f"{s['n_questions']} questions x {s['runs']} run(s) per config (temperature {s['temperature']}, seeds "
+        f"{s['seeds']}), mode `{s['mode']}`, compaction `{s.get('strategy', '-')}` at {s['budget']['limit']} {s['budget']['unit']}, "
+        f"open pool of {s.get('pool_passages', '-')} paragraphs, max_hops {s['max_hops']}, passages_per_hop "
+        f"{s['passages_per_hop']}; judge: {s['judge_model'] or 'none'}; wall time {s['wall_s']} s; trajectory "
+        f"mismatches {report['trajectory_mismatches']}.",
         "",
     ]
     metrics = [m for m in ("em", "f1", "judge", "ans", "evid", "joint") if m in report["noise_band"]]
-    header = "| config | " + " | ".join(f"{m.upper()} (per run)" for m in metrics)
-    lines += [header + " | answer-in-context | mean chars | prompt too long | degraded | malformed |",
-              "|---" * (len(metrics) + 6) + "|"]
+    multi = s["runs"] > 1
+    header = "| config | " + " | ".join(f"{m.upper()}{' (per run)' if multi else ''}" for m in metrics)
+    lines += [header + " | answer-in-context | F1 if AiC | F1 if not | cited P | cited R | prompt tokens | "
+              "s/question | mean chars | reader errors | malformed |", "|---" * (len(metrics) + 11) + "|"]
     for config, e in report["configs"].items():
-        cells = [f"{e[m]:.3f} ({', '.join(f'{x:.3f}' for x in e[m + '_runs'])})" for m in metrics]
+        cells = [f"{e[m]:.3f}" + (f" ({', '.join(f'{x:.3f}' for x in e[m + '_runs'])})" if multi else "")
+                 for m in metrics]
+        errors = ", ".join(f"{k} {v}" for k, v in e["errors"].items()) or "0"
         lines.append(f"| {config} | " + " | ".join(cells) + f" | {e['answer_in_context']:.2f} | "
-                     f"{e['mean_context_chars']:.0f} | {e['prompt_too_long']} | {e['degraded']} | {e['malformed']} |")
-    lines += ["", "| strategy | metric | delta (on - off) | 95% CI | p | noise band | within band | "
-              "CI within band | within ADR 0.07 |", "|---" * 9 + "|"]
-    for strategy, g in report["gates"].items():
-        for m in metrics:
-            d = g[m]
-            lines.append(f"| {strategy} | {m} | {d['delta']:+.3f} | [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}] | "
-                         f"{d['p_value']:.3f} | {d['noise_band']:.3f} | {d['within_band']} | "
-                         f"{d['ci_within_band']} | {d['within_adr_bar']} |")
-    lines += ["", "Verdicts (primary metric " + report["primary_metric"] + "): "
-              + ", ".join(f"{k}: **{g['verdict']}**" for k, g in report["gates"].items()), ""]
+                     f"{_f(e['f1_given_aic'])} | {_f(e['f1_given_not_aic'])} | {_f(e['cited_precision'], '.2f')} | "
+                     f"{_f(e['cited_recall'], '.2f')} | {_f(e['mean_prompt_tokens'], '.0f')} | "
+                     f"{e['mean_seconds']:.2f} | {e['mean_context_chars']:.0f} | {errors} | {e['malformed']} |")
+    if report["gates"]:
+        lines += ["", "| strategy | metric | delta (on - off) | 95% CI | p | noise band | within band | "
+                  "CI within band | within ADR 0.07 |", "|---" * 9 + "|"]
+        for strategy, g in report["gates"].items():
+            for m in metrics:
+                d = g[m]
+                lines.append(f"| {strategy} | {m} | {d['delta']:+.3f} | [{d['ci_low']:+.3f}, {d['ci_high']:+.3f}] | "
+                             f"{d['p_value']:.3f} | {d['noise_band']:.3f} | {d['within_band']} | "
+                             f"{d['ci_within_band']} | {d['within_adr_bar']} |")
+        lines += ["", "Verdicts (primary metric " + report["primary_metric"] + "): "
+                  + ", ".join(f"{k}: **{g['verdict']}**" for k, g in report["gates"].items()),
+                  "", "Goal (F1 delta >= -0.01 at < half the off prompt tokens): "
+                  + ", ".join(f"{k}: delta {g['goal']['f1_delta']:+.3f}, token share {_f(g['goal']['token_share'], '.2f')}"
+                              f" -> **{'met' if g['goal']['met'] else 'not met'}**" for k, g in report["gates"].items())]
+    lines.append("")
     return "\n".join(lines)
 
 

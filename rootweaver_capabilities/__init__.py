@@ -2,7 +2,9 @@
 
 Optional extras: ``flags`` (UnleashClient) for :class:`UnleashFlagProvider`, ``metrics``
 (prometheus-client) for :class:`Metrics`, ``langchain`` for
-``rootweaver_capabilities.langchain_adapters`` (not re-exported here).
+``rootweaver_capabilities.langchain_adapters`` (not re-exported here), ``llm`` for the
+OpenAI-compatible reader client and ``reader`` for the embedded llama.cpp reader
+(``rootweaver_capabilities.embedded``; both used through ``llm.provider``).
 """
 
 from .config import ConfigError, MultiHopConfig

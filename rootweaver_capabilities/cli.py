@@ -15,13 +15,14 @@ from pathlib import Path
 
 from rootweaver_innovations.corpus import CorpusError, load_corpus_jsonl
 from rootweaver_innovations.demo import DEMO_CORPUS, load_questions
-from rootweaver_innovations.extractive import extractive_synthesizer
 from rootweaver_innovations.multihop import MultiHopRAG
 from rootweaver_innovations.packing import Budget
 from rootweaver_innovations.retrieval import BM25Retriever, Retriever
 from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, make_compactor, strategy_names
 
 from .argtypes import OneLineParser, positive_int
+from .config import LLMConfig, MultiHopConfig
+from .multi_hop import MultiHopCapability, RequestContext, build_synthesizer
 from .records import result_record
 
 __all__ = ["main"]
@@ -52,6 +53,8 @@ def _print_human(d: dict) -> None:
         for drop in d["dropped"]:
             print(f"  line {drop['line']:>3} [{drop['reason']}] {drop['text'][:90]}")
     if d["answer"]:
+        if d["answer"].get("error"):
+            print(f"Reader error ({d['answer']['error_kind']}): {d['answer']['error']}")
         print(f"Answer [{d['answer']['method']}]: {d['answer']['text']}")
         for line in d["answer"]["cited_lines"]:
             print(f"  cites: {line}")
@@ -67,14 +70,42 @@ def _retriever(args: argparse.Namespace) -> Retriever:
     return BM25Retriever(load_corpus_jsonl(args.corpus or DEMO_CORPUS))
 
 
+def _reader_config(args: argparse.Namespace) -> LLMConfig:
+    """The validated ``llm`` section for ``--reader`` (default: local when installed, else
+    none with a note on stderr saying how to get the reader)."""
+    from .reader_models import INSTALL_HINT, reader_installed
+
+    reader = args.reader
+    if reader is None:
+        reader = "local" if reader_installed() else "none"
+        if reader == "none":
+            print(f"(no embedded reader installed: answering extractively; for LLM answers: {INSTALL_HINT})",
+                  file=sys.stderr)
+    llm = {"provider": reader, "mode": args.mode, "timeout_s": args.timeout}
+    if reader == "openai":
+        if not args.base_url:
+            raise UsageError("--reader openai needs --base-url (e.g. http://127.0.0.1:8765/v1)")
+        llm.update(base_url=args.base_url, model=args.model or "reader")
+    elif args.base_url:
+        raise UsageError(f"--base-url is only used with --reader openai (got --reader {reader})")
+    if reader == "local" and args.model_path is not None:
+        if not args.model_path.is_file():
+            raise UsageError(f"--model-path {args.model_path}: file not found")
+        llm["model_path"] = str(args.model_path)
+    if args.model and reader == "local":
+        llm["model"] = args.model
+    return MultiHopConfig.from_mapping({"llm": llm}, source="command line").llm
+
+
 def _cmd_ask(args: argparse.Namespace) -> int:
     question = _demo_question() if args.question is None else args.question
     if not question.strip():
         raise UsageError("the question is empty")
     budget = Budget(args.max_chars, "chars") if args.max_chars else Budget(args.max_tokens, "tokens")
+    synthesizer = build_synthesizer(_reader_config(args))
     rag = MultiHopRAG(
         _retriever(args),
-        synthesizer=extractive_synthesizer,
+        synthesizer=synthesizer,
         max_hops=args.max_hops,
         max_passages=args.max_passages,
         compaction_enabled=args.compaction != "off",
@@ -92,17 +123,22 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    """Answer questions from stdin through the capability; expose /metrics on 127.0.0.1."""
-    from .config import MultiHopConfig
+    """Answer questions from stdin through the capability, one JSON line per question:
+    ``question``, ``answer``, ``method``, ``cited_lines`` and the capability's metadata
+    (``multi_hop``). A failing request never ends the loop: a reader failure is already an
+    extractive answer with ``multi_hop.answer.error_kind``; any other error is reported
+    in ``error`` and the next line is read. Optional /metrics on 127.0.0.1."""
     from .metrics import Metrics
-    from .multi_hop import MultiHopCapability, RequestContext
 
     config = MultiHopConfig.from_yaml(args.config)
+    synthesizer = build_synthesizer(config.llm)  # a missing reader fails here, once, exit 2
+    if hasattr(synthesizer, "load"):  # tokenizer / model loaded before the first request's deadline
+        synthesizer.load()
     metrics = Metrics()
     if args.metrics_port is not None:
         server = metrics.serve(args.metrics_port)
         print(f"metrics: http://{server.addr}:{server.port}/metrics", file=sys.stderr, flush=True)
-    capability = MultiHopCapability(config, metrics=metrics)
+    capability = MultiHopCapability(config, metrics=metrics, synthesizer=synthesizer)
     for line in sys.stdin:
         question = line.strip()
         if not question:
@@ -110,9 +146,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         ctx = RequestContext(query=question, user_id=args.user_id)
         try:
             capability.execute(ctx)
-        except ValueError as exc:
-            ctx.metadata["error"] = str(exc)
-        print(json.dumps({"question": question, **ctx.metadata}, ensure_ascii=False, default=str), flush=True)
+        except Exception as exc:  # noqa: BLE001 - one bad request must not end serving
+            ctx.metadata["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
+        answer = (ctx.metadata.get("multi_hop") or {}).get("answer") or {}
+        print(json.dumps({"question": question, "answer": answer.get("text"), "method": answer.get("method"),
+                          "cited_lines": answer.get("cited_lines", []), **ctx.metadata},
+                         ensure_ascii=False, default=str), flush=True)
     return 0
 
 
@@ -180,6 +219,15 @@ def build_parser(with_evals: bool = False) -> argparse.ArgumentParser:
     ask.add_argument("--max-hops", type=positive_int, default=10)
     ask.add_argument("--max-passages", type=positive_int, default=10, help="most passages in the trajectory")
     ask.add_argument("--json", action="store_true", help="print one JSON object")
+    ask.add_argument("--reader", choices=("none", "local", "openai"),
+                     help="who answers: none (extractive), local (embedded model; the default when installed), "
+                          "openai (endpoint at --base-url)")
+    ask.add_argument("--base-url", help="OpenAI-compatible endpoint for --reader openai")
+    ask.add_argument("--model", help="model name (sent to the endpoint / shown in the answer)")
+    ask.add_argument("--model-path", type=Path, help="--reader local: a GGUF file (default: the 1.5B reader)")
+    ask.add_argument("--mode", choices=("evidence", "answer"), default="evidence",
+                     help="evidence: answer + cited lines; answer: answer only")
+    ask.add_argument("--timeout", type=float, default=60.0, help="reader deadline in seconds")
     ask.set_defaults(func=_cmd_ask)
     serve = sub.add_parser("serve", help="answer questions from stdin via MultiHopCapability; optional /metrics")
     serve.add_argument("--config", type=Path, default=Path("configs/retrieval/multi_hop.yaml"))

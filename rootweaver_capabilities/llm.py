@@ -3,42 +3,64 @@
 The client speaks ``POST {base_url}/chat/completions``. Before anything is sent the
 prompt is counted with the reader's tokenizer (or the server's tokenize endpoint) and
 refused when it does not fit the context window with the output tokens reserved: there
-is no silent truncation. Timeouts, connection errors, HTTP 5xx and 429 are retried a
-bounded number of times with exponential backoff; then a typed error carries the packet
-that was to be sent, so nothing is lost.
+is no silent truncation (:class:`LLMSynthesizer` shrinks the synth context to fit first).
+Timeouts, connection errors, HTTP 5xx and 429 are retried a bounded number of times with
+exponential backoff; then a typed error carries the packet that was to be sent, so
+nothing is lost.
 
-Exception tree::
+**One wall-clock deadline per request.** ``timeout_s`` bounds a whole ``chat()`` call:
+token counting, every attempt, every backoff sleep. It is enforced at the socket: each
+connect, read and write of the client's own transport waits at most for the time left,
+so a server that trickles one byte at a time or hangs mid-body cannot stretch a request
+(httpx's own timeouts are per read). :func:`request_deadline` opens a deadline that
+several calls share (the synthesizer's whole answer: counting, the evidence retry).
+
+**No secrets in error text.** Text taken from a response (bodies, transport messages)
+is scrubbed of the API key and of any ``Authorization`` / ``Bearer`` value before it
+reaches an exception, so a server that echoes request headers cannot leak the key into
+a message or a log.
+
+Exception tree (``kind`` is the short name the capability records)::
 
     LLMError                      base; every instance carries ``packet`` (ChatPacket)
-     +-- PromptTooLongError       prompt + reserved output > context window (not sent)
-     +-- LLMUnavailableError      retries exhausted (timeouts, connection errors, 5xx, 429)
-     +-- LLMRequestError          the server refused the request (4xx other than 429)
-     +-- LLMResponseError         HTTP 200 but not an OpenAI chat completion
+     +-- PromptTooLongError       prompt_too_long: prompt + reserved output > window (not sent)
+     +-- LLMUnavailableError      unavailable: retries exhausted (timeouts, connection errors, 5xx, 429)
+     |    +-- LLMDeadlineError    deadline: the request's wall-clock deadline passed
+     +-- LLMRequestError          refused: the server refused the request (4xx other than 429)
+     +-- LLMResponseError         bad_response: HTTP 200 but not an OpenAI chat completion
 
 Install with ``pip install 'rootweaver[llm]'`` (httpx; ``tokenizers`` is a core dependency).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+import httpcore
 import httpx
 
+from rootweaver_innovations.compaction import CompactionResult, compact_lines
 from rootweaver_innovations.extractive import extractive_answer
 from rootweaver_innovations.multihop import Answer
-from rootweaver_innovations.records import Fact
 from rootweaver_innovations.packing import QwenTokenCounter, TokenCounter
+from rootweaver_innovations.records import Fact
 
 from .prompts import (
     MODE_ANSWER,
     MODE_EVIDENCE,
     MODES,
+    NumberedContext,
+    ReaderAnswer,
     answer_only_messages,
     ask_with_evidence,
+    evidence_messages,
     number_context,
     parse_answer_only,
 )
@@ -47,6 +69,7 @@ __all__ = [
     "ChatClient",
     "ChatCompletion",
     "ChatPacket",
+    "LLMDeadlineError",
     "LLMError",
     "LLMRequestError",
     "LLMResponseError",
@@ -55,9 +78,14 @@ __all__ = [
     "LlamaCppServerCounter",
     "OpenAIChatClient",
     "PromptTooLongError",
+    "ReaderAnswer",
     "TOKENIZER_ENV",
+    "check_messages",
+    "remaining_s",
     "render_chatml",
+    "request_deadline",
     "resolve_token_counter",
+    "scrub",
 ]
 
 TOKENIZER_ENV = "ROOTWEAVER_TOKENIZER_JSON"
@@ -99,6 +127,8 @@ class ChatCompletion:
 class LLMError(RuntimeError):
     """Base of the client's errors; ``packet`` is the request that was (to be) sent."""
 
+    kind = "error"
+
     def __init__(self, message: str, packet: ChatPacket):
         super().__init__(message)
         self.packet = packet
@@ -106,6 +136,8 @@ class LLMError(RuntimeError):
 
 class PromptTooLongError(LLMError):
     """The prompt does not fit; raised before any network call."""
+
+    kind = "prompt_too_long"
 
     def __init__(self, packet: ChatPacket, context_window: int, reserved_output: int):
         super().__init__(
@@ -121,14 +153,29 @@ class PromptTooLongError(LLMError):
 class LLMUnavailableError(LLMError):
     """Every attempt failed with a retryable error; ``errors`` lists one line per attempt."""
 
+    kind = "unavailable"
+
     def __init__(self, packet: ChatPacket, attempts: int, errors: Sequence[str]):
-        super().__init__(f"LLM unavailable after {attempts} attempt(s): {errors[-1]}", packet)
+        super().__init__(f"LLM unavailable after {attempts} attempt(s): {errors[-1] if errors else 'no attempt'}",
+                         packet)
         self.attempts = attempts
         self.errors = tuple(errors)
 
 
+class LLMDeadlineError(LLMUnavailableError):
+    """The request's wall-clock deadline passed (``attempts`` made so far, possibly 0)."""
+
+    kind = "deadline"
+
+    def __init__(self, packet: ChatPacket, attempts: int, errors: Sequence[str], deadline_s: float):
+        super().__init__(packet, attempts, [*errors, f"deadline of {deadline_s:g} s passed"])
+        self.deadline_s = deadline_s
+
+
 class LLMRequestError(LLMError):
     """The server answered 4xx (not 429): retrying the same packet cannot help."""
+
+    kind = "refused"
 
     def __init__(self, packet: ChatPacket, status: int, detail: str):
         super().__init__(f"server refused the request with HTTP {status}: {detail}", packet)
@@ -138,6 +185,109 @@ class LLMRequestError(LLMError):
 
 class LLMResponseError(LLMError):
     """HTTP 200 whose body is not a chat completion."""
+
+    kind = "bad_response"
+
+
+_AUTH_VALUE = re.compile(r"""(?i)(authorization\W{0,4}?\s*[:=]\s*["']?)[^"'\r\n,;}]+""")
+_BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{4,}")
+REDACTED = "[redacted]"
+
+
+def scrub(text: str, secrets: Sequence[str] = ()) -> str:
+    """``text`` with every secret in ``secrets`` and every ``Authorization`` / ``Bearer``
+    value replaced by ``[redacted]`` (for text that came from a server or a transport)."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, REDACTED)
+    text = _AUTH_VALUE.sub(lambda m: m.group(1) + REDACTED, text)
+    return _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+
+
+# ---------------------------------------------------------------- the request deadline
+
+_DEADLINE: ContextVar[float | None] = ContextVar("rootweaver_llm_deadline", default=None)
+
+
+@contextlib.contextmanager
+def request_deadline(seconds: float) -> Iterator[float]:
+    """Open a wall-clock deadline ``seconds`` from now for the calls inside (this thread or
+    task only). Nested: the earlier deadline wins. Yields the monotonic deadline."""
+    now = time.monotonic()
+    outer = _DEADLINE.get()
+    deadline = now + seconds if outer is None else min(outer, now + seconds)
+    token = _DEADLINE.set(deadline)
+    try:
+        yield deadline
+    finally:
+        _DEADLINE.reset(token)
+
+
+def remaining_s() -> float | None:
+    """Seconds left before the current deadline (may be <= 0); ``None`` outside one."""
+    deadline = _DEADLINE.get()
+    return None if deadline is None else deadline - time.monotonic()
+
+
+def _clamp(timeout: float | None, exc: type[Exception]) -> float | None:
+    left = remaining_s()
+    if left is None:
+        return timeout
+    if left <= 0:
+        raise exc("request deadline passed")
+    return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A socket stream whose every read/write waits at most until the request deadline."""
+
+    def __init__(self, inner: httpcore.NetworkStream):
+        self._inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, _clamp(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, _clamp(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.start_tls(ssl_context, server_hostname,
+                                                     _clamp(timeout, httpcore.ConnectTimeout)))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's sync backend with connects and streams bounded by the request deadline."""
+
+    def __init__(self) -> None:
+        self._inner = httpcore.SyncBackend()
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.connect_tcp(host, port, _clamp(timeout, httpcore.ConnectTimeout),
+                                                       local_address, socket_options))
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Any = None) -> httpcore.NetworkStream:
+        return _DeadlineStream(self._inner.connect_unix_socket(path, _clamp(timeout, httpcore.ConnectTimeout),
+                                                               socket_options))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _deadline_transport() -> httpx.HTTPTransport:
+    """httpx's transport on the deadline backend (httpx has no parameter for the backend,
+    so the pool's is replaced; tests/test_llm_faults.py fails if this stops working)."""
+    transport = httpx.HTTPTransport()
+    transport._pool._network_backend = _DeadlineBackend()  # noqa: SLF001
+    return transport
 
 
 def render_chatml(messages: Sequence[Mapping[str, str]]) -> str:
@@ -184,9 +334,24 @@ def resolve_token_counter(base_url: str, *, http: httpx.Client | None = None) ->
 
 
 class ChatClient(Protocol):
-    """What the synthesizer and the evals need from a client."""
+    """What the synthesizer and the evals need from a reader, over HTTP or in-process.
 
+    ``context_window`` (prompt + answer tokens), ``max_tokens`` (reserved for the answer
+    unless a call passes its own) and ``timeout_s`` (the wall-clock deadline of one
+    request) describe the reader; ``count_prompt_tokens`` counts rendered messages with the
+    reader's own tokenizer; ``load`` does the one-off set-up (tokenizer, model) so the
+    first request does not pay for it; ``chat`` raises :class:`LLMError` subclasses only.
+    """
+
+    transport: str  # "openai" | "local": shown in answers as "<transport>:<model>"
     model: str
+    context_window: int
+    max_tokens: int
+    timeout_s: float
+
+    def count_prompt_tokens(self, messages: Sequence[Mapping[str, str]]) -> int: ...
+
+    def load(self) -> None: ...
 
     def chat(
         self,
@@ -199,18 +364,38 @@ class ChatClient(Protocol):
     ) -> ChatCompletion: ...
 
 
+def check_messages(messages: Sequence[Mapping[str, str]], temperature: float, out_tokens: int,
+                   context_window: int) -> None:
+    """``ValueError`` for empty or malformed messages, a negative temperature or an output
+    reservation outside ``(0, context_window)`` (shared by both transports)."""
+    if not messages:
+        raise ValueError("messages must not be empty")
+    for m in messages:
+        if set(m) != {"role", "content"} or m["role"] not in {"system", "user", "assistant"}:
+            raise ValueError(f"each message needs exactly role (system|user|assistant) and content, got {m!r}")
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if not 0 < out_tokens < context_window:
+        raise ValueError(f"max_tokens must be in (0, {context_window}), got {out_tokens}")
+
+
 class OpenAIChatClient:
     """Chat completions against an OpenAI-compatible server.
 
     ``base_url`` includes the API prefix (``http://127.0.0.1:8765/v1``). The API key is read
     from ``os.environ[api_key_env]`` at construction (no header when unset or
-    ``api_key_env`` is ``None``). ``max_retries`` retries follow the first attempt, waiting
-    ``backoff_s * 2**i`` before retry ``i`` (0-based). ``context_window`` is the server's
+    ``api_key_env`` is ``None``). ``timeout_s`` is the wall-clock deadline of one ``chat()``
+    call, every attempt included (see the module docstring); a call inside an outer
+    :func:`request_deadline` keeps the earlier deadline. ``max_retries`` retries follow the
+    first attempt, waiting ``backoff_s * 2**i`` before retry ``i`` (0-based), cut short by
+    the deadline. ``context_window`` is the server's
     (``--n_ctx`` / ``--max-model-len``); ``max_tokens`` is reserved for the output of every
     call unless a call passes its own. ``token_counter`` defaults to
     :func:`resolve_token_counter`, resolved on first use. ``transport`` and ``sleep`` are
     for tests. Raises ``ValueError`` on non-positive sizes or negative retry settings.
     """
+
+    transport = "openai"
 
     def __init__(
         self,
@@ -248,7 +433,8 @@ class OpenAIChatClient:
         self._sleep = sleep
         key = os.environ.get(api_key_env) if api_key_env else None
         self._headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._http = httpx.Client(timeout=timeout_s, transport=transport)
+        self._secrets = (key,) if key else ()
+        self._http = httpx.Client(timeout=timeout_s, transport=transport or _deadline_transport())
 
     def __enter__(self) -> OpenAIChatClient:
         return self
@@ -265,8 +451,21 @@ class OpenAIChatClient:
             self._counter = resolve_token_counter(self.base_url, http=self._http)
         return self._counter
 
+    def load(self) -> None:
+        """Resolve the token counter now (the probe runs under its own ``timeout_s``
+        deadline), so that the first request does not pay for it."""
+        with request_deadline(self.timeout_s):
+            self.token_counter  # noqa: B018 - resolves and caches
+
     def count_prompt_tokens(self, messages: Sequence[Mapping[str, str]]) -> int:
-        return self.token_counter.count(render_chatml(messages))
+        """Tokens of the rendered prompt, under the retry policy and one deadline (a
+        server-side tokenizer can fail like the chat endpoint)."""
+        draft = ChatPacket(f"{self.base_url}/chat/completions", {"model": self.model, "messages": list(messages)},
+                           None)
+        with request_deadline(self.timeout_s):
+            tokens, _ = self._retrying(draft, "token count",
+                                       lambda: self.token_counter.count(render_chatml(messages)))
+        return tokens
 
     def build_packet(
         self,
@@ -278,16 +477,8 @@ class OpenAIChatClient:
         json_mode: bool = False,
     ) -> ChatPacket:
         """The request body, counted; ``PromptTooLongError`` when it does not fit."""
-        if not messages:
-            raise ValueError("messages must not be empty")
-        for m in messages:
-            if set(m) != {"role", "content"} or m["role"] not in {"system", "user", "assistant"}:
-                raise ValueError(f"each message needs exactly role (system|user|assistant) and content, got {m!r}")
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
         out_tokens = self.max_tokens if max_tokens is None else max_tokens
-        if not 0 < out_tokens < self.context_window:
-            raise ValueError(f"max_tokens must be in (0, {self.context_window}), got {out_tokens}")
+        check_messages(messages, temperature, out_tokens, self.context_window)
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
@@ -298,35 +489,50 @@ class OpenAIChatClient:
             body["seed"] = seed
         if json_mode:
             body["response_format"] = {"type": "json_object"}
-        draft = ChatPacket(f"{self.base_url}/chat/completions", body, None)
-        tokens, _ = self._retrying(draft, "token count", lambda: self.count_prompt_tokens(messages))
-        packet = ChatPacket(draft.url, body, tokens)
+        try:
+            tokens = self.count_prompt_tokens(messages)
+        except LLMError as exc:  # the error raised while counting carries the full body
+            exc.packet = ChatPacket(f"{self.base_url}/chat/completions", body, None)
+            raise
+        packet = ChatPacket(f"{self.base_url}/chat/completions", body, tokens)
         if tokens + out_tokens > self.context_window:
             raise PromptTooLongError(packet, self.context_window, out_tokens)
         return packet
 
     def _retrying(self, packet: ChatPacket, step: str, call: Callable[[], Any]) -> tuple[Any, int]:
-        """``(call(), attempts)`` under the retry policy.
+        """``(call(), attempts)`` under the retry policy and the current deadline.
 
         Retried: timeouts, transport errors, ``HTTPStatusError`` with 5xx/429. Other status
-        errors raise ``LLMRequestError``; exhaustion raises ``LLMUnavailableError``.
+        errors raise ``LLMRequestError``; exhaustion raises ``LLMUnavailableError``, a
+        passed deadline ``LLMDeadlineError``. Response text is scrubbed first.
         """
         errors: list[str] = []
         for attempt in range(1, self.max_retries + 2):
             if attempt > 1:
-                self._sleep(self.backoff_s * 2 ** (attempt - 2))
+                left = remaining_s()
+                self._sleep(self.backoff_s * 2 ** (attempt - 2) if left is None
+                            else max(0.0, min(self.backoff_s * 2 ** (attempt - 2), left)))
+            left = remaining_s()
+            if left is not None and left <= 0:
+                raise LLMDeadlineError(packet, attempt - 1, errors, self.timeout_s)
             try:
                 return call(), attempt
             except httpx.TimeoutException as exc:
                 errors.append(f"{step} attempt {attempt}: timeout ({type(exc).__name__})")
             except httpx.TransportError as exc:
-                errors.append(f"{step} attempt {attempt}: {type(exc).__name__}: {exc}")
+                errors.append(f"{step} attempt {attempt}: {type(exc).__name__}: {self._scrub(str(exc))}")
             except httpx.HTTPStatusError as exc:
                 status = exc.response.status_code
                 if status < 500 and status != 429:
-                    raise LLMRequestError(packet, status, exc.response.text[:500]) from exc
-                errors.append(f"{step} attempt {attempt}: HTTP {status}: {exc.response.text[:200]}")
+                    raise LLMRequestError(packet, status, self._scrub(exc.response.text[:500])) from None
+                errors.append(f"{step} attempt {attempt}: HTTP {status}: {self._scrub(exc.response.text[:200])}")
+            left = remaining_s()
+            if left is not None and left <= 0:
+                raise LLMDeadlineError(packet, attempt, errors, self.timeout_s)
         raise LLMUnavailableError(packet, self.max_retries + 1, errors)
+
+    def _scrub(self, text: str) -> str:
+        return scrub(text, self._secrets)
 
     def send(self, packet: ChatPacket) -> ChatCompletion:
         """POST ``packet`` with bounded retries; see the module docstring for the errors."""
@@ -337,7 +543,8 @@ class OpenAIChatClient:
             resp.raise_for_status()
             return resp
 
-        resp, attempts = self._retrying(packet, "chat", post)
+        with request_deadline(self.timeout_s):
+            resp, attempts = self._retrying(packet, "chat", post)
         return self._parse(resp, packet, attempts, time.monotonic() - started)
 
     def chat(
@@ -349,13 +556,12 @@ class OpenAIChatClient:
         seed: int | None = None,
         json_mode: bool = False,
     ) -> ChatCompletion:
-        """``send(build_packet(...))``."""
-        return self.send(
-            self.build_packet(messages, temperature=temperature, max_tokens=max_tokens, seed=seed, json_mode=json_mode)
-        )
+        """``send(build_packet(...))`` under one deadline of ``timeout_s``."""
+        with request_deadline(self.timeout_s):
+            return self.send(self.build_packet(messages, temperature=temperature, max_tokens=max_tokens, seed=seed,
+                                               json_mode=json_mode))
 
-    @staticmethod
-    def _parse(resp: httpx.Response, packet: ChatPacket, attempts: int, latency: float) -> ChatCompletion:
+    def _parse(self, resp: httpx.Response, packet: ChatPacket, attempts: int, latency: float) -> ChatCompletion:
         try:
             data = resp.json()
             choice = data["choices"][0]
@@ -370,59 +576,121 @@ class OpenAIChatClient:
                 latency_s=latency,
             )
         except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise LLMResponseError(f"not a chat completion ({exc!r}): {resp.text[:300]}", packet) from exc
+            raise LLMResponseError(self._scrub(f"not a chat completion ({exc!r}): {resp.text[:300]}"), packet) from None
 
 
-@dataclass
+_SHRINK_ROUNDS = 6
+
+
+@dataclass(frozen=True)
 class LLMSynthesizer:
-    """MultiHopRAG ``Synthesizer`` through a chat client.
+    """MultiHopRAG ``Synthesizer`` through a chat client (HTTP or embedded: same prompt,
+    same parsing, same window check). Stateless, so one instance serves every thread.
 
     ``mode="answer"``: answer-only prompt, no citations. ``mode="evidence"``: line-numbered
     context, JSON ``{"answer", "evidence"}`` reply (retried once when malformed, then
     returned with ``method`` ending in ``(malformed reply)`` and the raw reply as text);
     ``cited_lines`` are the cited context lines verbatim.
 
-    Safe behaviour: when the server stays unavailable (``LLMUnavailableError``) the answer
-    degrades to :func:`extractive_answer` with ``method`` saying so, and the error (with the
-    packet that was to be sent) is kept in ``last_error``. ``PromptTooLongError`` and
-    ``LLMRequestError`` propagate: they are configuration problems, not outages.
+    Fitting: the prompt is counted with the reader's tokenizer; when it does not fit
+    ``context_window - max_tokens`` the synth context is re-compacted with ``compactor``
+    (the line compactor by default) to a character budget scaled by the overflow, until
+    it fits. A prompt that cannot fit even with an empty context is not sent.
+
+    Every call runs under one deadline of ``client.timeout_s`` (counting, the evidence
+    retry and every attempt included). Any :class:`LLMError` degrades the call to
+    :func:`extractive_answer`, labelled ``extractive (reader failed: <kind>)``, with the
+    error kind and scrubbed message in the returned :class:`ReaderAnswer`; other
+    exceptions (bugs) propagate.
     """
 
     client: ChatClient
-    mode: str = MODE_ANSWER
+    mode: str = MODE_EVIDENCE
     temperature: float = 0.0
     seed: int | None = None
     max_tokens: int | None = None
     json_mode: bool = False
-    last_error: LLMUnavailableError | None = field(default=None, init=False)
+    compactor: Callable[..., CompactionResult] = compact_lines  # a text compactor, for shrinking to fit
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {sorted(MODES)}, got {self.mode!r}")
 
-    def _complete(self, messages: Sequence[Mapping[str, str]]) -> str:
-        return self.client.chat(
-            messages, temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
-            json_mode=self.json_mode,
-        ).text
+    def load(self) -> None:
+        """Load the reader now (tokenizer, embedded model) instead of in the first request."""
+        self.client.load()
 
-    def __call__(self, question: str, synth_context: str, facts: Sequence[Fact] = ()) -> Answer:
-        self.last_error = None
-        tag = f"llm:{self.client.model}:{self.mode}"
+    @property
+    def reader(self) -> str:
+        return f"{self.client.transport}:{self.client.model}"
+
+    def _messages(self, question: str, context: str) -> tuple[list[dict[str, str]], NumberedContext | None]:
+        if self.mode == MODE_EVIDENCE:
+            numbered = number_context(context)
+            return evidence_messages(question, numbered), numbered
+        return answer_only_messages(question, context), None
+
+    def fit(self, question: str, synth_context: str) -> tuple[str, int]:
+        """``(context, prompt_tokens)``: the synth context shrunk until its prompt fits the
+        reader's window with the output reserved; raises :class:`PromptTooLongError`
+        (built from the smallest prompt tried) when even an empty context does not fit."""
+        out = self.client.max_tokens if self.max_tokens is None else self.max_tokens
+        allowed = self.client.context_window - out
+        context = synth_context
+        overhead: int | None = None
+        for _ in range(_SHRINK_ROUNDS):
+            messages, _ = self._messages(question, context)
+            tokens = self.client.count_prompt_tokens(messages)
+            if tokens <= allowed:
+                return context, tokens
+            if overhead is None:
+                overhead = self.client.count_prompt_tokens(self._messages(question, "")[0])
+            room = allowed - overhead
+            if room <= 0 or not context:
+                break
+            target = int(len(context) * room / max(tokens - overhead, 1) * 0.9)
+            if target < 1:
+                context = ""
+                continue
+            context = self.compactor(context, max_chars=min(target, len(context) - 1), question=question,
+                                     open_terms=()).text
+        messages, _ = self._messages(question, "" if overhead is not None and overhead > allowed else context)
+        packet = ChatPacket("", {"model": self.client.model, "messages": messages},
+                            self.client.count_prompt_tokens(messages))
+        raise PromptTooLongError(packet, self.client.context_window, out)
+
+    def _complete(self, messages: Sequence[Mapping[str, str]]) -> str:
         try:
-            if self.mode == MODE_EVIDENCE:
-                numbered = number_context(synth_context)
-                outcome = ask_with_evidence(self._complete, question, numbered)
-                if outcome.malformed:
-                    return Answer(text=outcome.replies[-1].strip(), method=f"{tag} (malformed reply)")
-                return Answer(text=outcome.answer, cited_lines=numbered.cited_lines(outcome.evidence), method=tag)
-            reply = self._complete(answer_only_messages(question, synth_context))
-            return Answer(text=parse_answer_only(reply), method=tag)
-        except LLMUnavailableError as exc:
-            self.last_error = exc
+            return self.client.chat(
+                messages, temperature=self.temperature, max_tokens=self.max_tokens, seed=self.seed,
+                json_mode=self.json_mode,
+            ).text
+        except PromptTooLongError:
+            if len(messages) > 2:  # the evidence correction turn does not fit: the first reply stays malformed
+                return ""
+            raise
+
+    def __call__(self, question: str, synth_context: str, facts: Sequence[Fact] = ()) -> ReaderAnswer:
+        tag = f"{self.reader}:{self.mode}"
+        tokens: int | None = None
+        context = synth_context
+        try:
+            with request_deadline(self.client.timeout_s):
+                context, tokens = self.fit(question, synth_context)
+                common = dict(reader=self.reader, prompt_tokens=tokens, context_chars=len(context))
+                messages, numbered = self._messages(question, context)
+                if numbered is not None:
+                    outcome = ask_with_evidence(self._complete, question, numbered)
+                    if outcome.malformed:
+                        last = next((r.strip() for r in reversed(outcome.replies) if r.strip()), "")
+                        return ReaderAnswer(text=last, method=f"{tag} (malformed reply)", **common)
+                    return ReaderAnswer(text=outcome.answer, cited_lines=numbered.cited_lines(outcome.evidence),
+                                        method=tag, **common)
+                return ReaderAnswer(text=parse_answer_only(self._complete(messages)), method=tag, **common)
+        except LLMError as exc:
             fallback = extractive_answer(question, facts)
-            return Answer(
-                text=fallback.text,
-                cited_lines=fallback.cited_lines,
-                method=f"extractive (LLM unavailable after {exc.attempts} attempts)",
+            return ReaderAnswer(
+                text=fallback.text, cited_lines=fallback.cited_lines,
+                method=f"extractive (reader failed: {exc.kind})", reader=self.reader, error_kind=exc.kind,
+                error=" ".join(str(exc).split())[:300], prompt_tokens=tokens, context_chars=len(context),
             )

@@ -40,7 +40,7 @@ from .flags import FlagProvider, build_flag_provider
 from .metrics import Metrics
 from .records import result_record
 
-__all__ = ["CapabilityContext", "MultiHopCapability", "RequestContext"]
+__all__ = ["CapabilityContext", "MultiHopCapability", "RequestContext", "build_synthesizer"]
 
 log = logging.getLogger(__name__)
 
@@ -106,17 +106,29 @@ def _default_retriever(cfg: RetrieverConfig) -> Retriever:
     return BM25Retriever(passages, backend=cfg.backend)
 
 
-def _default_synthesizer(cfg: LLMConfig) -> Synthesizer:
-    """The extractive answer when ``llm.base_url`` is null, else an LLM synthesizer on it."""
-    if cfg.base_url is None:
+def build_synthesizer(cfg: LLMConfig) -> Synthesizer:
+    """The reader of ``cfg.provider``: :func:`~rootweaver_innovations.extractive.extractive_synthesizer` for ``none``, an
+    :class:`~rootweaver_capabilities.llm.LLMSynthesizer` on the embedded model for
+    ``local`` or on the endpoint for ``openai``. Raises ``ValueError`` (one line, with the
+    install command) when ``local`` is asked for but llama-cpp-python is not installed."""
+    if cfg.provider == "none":
         return extractive_synthesizer
     from .llm import LLMSynthesizer, OpenAIChatClient
 
-    client = OpenAIChatClient(
-        cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s,
-        context_window=cfg.context_window, max_tokens=cfg.max_tokens,
-    )
-    return LLMSynthesizer(client)
+    if cfg.provider == "local":
+        from .embedded import LlamaCppChatClient
+        from .reader_models import INSTALL_HINT, reader_installed
+
+        if not reader_installed():
+            raise ValueError(f"llm.provider is 'local' but the embedded reader is not installed: {INSTALL_HINT}")
+        client = LlamaCppChatClient(cfg.model_path, model=cfg.model, context_window=cfg.context_window,
+                                    max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s)
+    else:
+        client = OpenAIChatClient(
+            cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s,
+            context_window=cfg.context_window, max_tokens=cfg.max_tokens,
+        )
+    return LLMSynthesizer(client, mode=cfg.mode)
 
 
 class MultiHopCapability:
@@ -124,9 +136,9 @@ class MultiHopCapability:
 
     ``flags`` defaults to the provider ``config.flags`` names; ``retriever`` to BM25 over
     ``config.retriever`` (a built index is opened memory-mapped, so worker processes
-    share its pages); ``synthesizer`` to an LLM synthesizer on ``config.llm`` (the
-    extractive answer when ``llm.base_url`` is null); ``metrics``
-    to none. Safe to share across threads: one instance serves concurrent ``execute``
+    share its pages); ``synthesizer`` to :func:`build_synthesizer` of ``config.llm`` (the
+    extractive answer for ``llm.provider: none``); ``metrics`` to none. Safe to share across
+    threads: one instance serves concurrent ``execute``
     calls.
     """
 
@@ -157,7 +169,7 @@ class MultiHopCapability:
                     retriever = self._retriever if self._retriever is not None else _default_retriever(cfg.retriever)
                     synthesizer = self._synthesizer
                     if synthesizer is None:
-                        synthesizer = _default_synthesizer(cfg.llm)
+                        synthesizer = build_synthesizer(cfg.llm)
                     common = dict(
                         retriever=retriever,
                         synthesizer=synthesizer,

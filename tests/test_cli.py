@@ -10,7 +10,7 @@ from rootweaver_capabilities.cli import main
 
 
 def test_ask_demo_bridge_question_two_hops_under_budget(capsys):
-    assert main(["ask", "--json", "--max-chars", "1500"]) == 0
+    assert main(["ask", "--reader", "none", "--json", "--max-chars", "1500"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["hop_count"] >= 2
     assert out["context_chars"] <= 1500 < out["full_context_chars"]
@@ -19,13 +19,13 @@ def test_ask_demo_bridge_question_two_hops_under_budget(capsys):
 
 
 def test_ask_off_prints_full_context(capsys):
-    assert main(["ask", "Who was born first David Draiman or Terry Kath?", "--compaction", "off", "--json"]) == 0
+    assert main(["ask", "Who was born first David Draiman or Terry Kath?", "--reader", "none", "--compaction", "off", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["strategy"] == "off" and out["context_chars"] == out["full_context_chars"]
 
 
 def test_ask_human_output(capsys):
-    assert main(["ask", "--max-chars", "800"]) == 0
+    assert main(["ask", "--reader", "none", "--max-chars", "800"]) == 0
     text = capsys.readouterr().out
     assert "Hops:" in text and "Dropped" in text and "of 800 chars" in text
 
@@ -76,3 +76,39 @@ def test_serve_answers_stdin_and_exposes_metrics(monkeypatch, capsys):
     body = urllib.request.urlopen(f"http://{server.addr}:{server.port}/metrics").read().decode()
     assert 'multi_hop_context_chars_count{strategy="off"} 1.0' in body
     server.close()
+
+
+def test_serve_prints_answer_method_and_cited_lines_beside_the_metadata(monkeypatch, capsys):
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("In what 2 countries did both X-Large and A Bathing Ape have stores?\n"))
+    assert main(["serve"]) == 0
+    (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert line["answer"] and line["method"] == "extractive (no LLM configured)" and line["cited_lines"]
+    assert line["multi_hop"]["answer"]["text"] == line["answer"]
+    assert line["multi_hop"]["answer"]["error_kind"] is None
+
+
+def test_ask_without_the_reader_installed_answers_extractively_and_says_how_to_get_it(monkeypatch, capsys):
+    from rootweaver_capabilities import reader_models
+
+    monkeypatch.setattr(reader_models, "reader_installed", lambda: False)
+    assert main(["ask", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["answer"]["method"].startswith("extractive")
+    assert 'pip install "rootweaver[reader]"' in captured.err and "CMAKE_ARGS=" in captured.err
+    assert main(["ask", "--reader", "local"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not installed" in err and 'rootweaver[reader]' in err
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["ask", "q?", "--reader", "openai"], "needs --base-url"),
+    (["ask", "q?", "--reader", "none", "--base-url", "http://x/v1"], "only used with --reader openai"),
+    (["ask", "q?", "--reader", "openai", "--base-url", "ftp://x"], "http(s) URL"),
+    (["ask", "q?", "--reader", "local", "--model-path", "/nonexistent.gguf"], "file not found"),
+])
+def test_bad_reader_options_one_line_exit_2(capsys, argv, msg):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert msg in err and err.count("\n") == 1

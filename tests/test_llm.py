@@ -204,13 +204,41 @@ def test_token_counter_falls_back_to_tokenizer_file_when_server_has_no_endpoint(
     assert counter.count("hello world foo") == 3  # three whitespace words, "foo" as [UNK]
 
 
-def test_synthesizer_degrades_to_extractive_with_the_packet_kept():
+def test_synthesizer_degrades_to_extractive_with_its_own_outcome():
     synth = LLMSynthesizer(make_client(Recorder(refuse)), mode="evidence")
     answer = synth("Who wrote Dune?", CONTEXT, FACTS)
     expected = extractive_answer("Who wrote Dune?", FACTS)
     assert answer.text == expected.text and answer.cited_lines == expected.cited_lines
-    assert answer.method == "extractive (LLM unavailable after 3 attempts)"
-    assert "1: Dune | Dune is a 1965 novel" in synth.last_error.packet.messages[-1]["content"]
+    assert answer.method == "extractive (reader failed: unavailable)"
+    assert answer.error_kind == "unavailable" and "after 3 attempt(s)" in answer.error
+    assert answer.reader == "openai:reader" and answer.prompt_tokens is not None
+    assert not hasattr(synth, "last_error")
+
+
+def test_synthesizer_shrinks_an_overlong_context_to_fit_instead_of_failing():
+    sent = []
+
+    def reply(n):
+        return httpx.Response(200, json={"choices": [{"message": {"content": '{"answer": "Frank Herbert", '
+                                                                             '"evidence": [1]}'}}]})
+
+    recorder = Recorder(reply)
+    context = "\n".join(f"Dune | Filler sentence number {i} about nothing in particular." for i in range(60))
+    context = "Dune | Dune is a 1965 novel by Frank Herbert.\n" + context
+    client = make_client(recorder, window=900, max_tokens=64)
+    answer = LLMSynthesizer(client, mode="evidence")("Who wrote Dune?", context)
+    sent = [json.loads(r.content) for r in recorder.requests]
+    assert len(sent) == 1 and answer.error_kind == "" and answer.text == "Frank Herbert"
+    assert answer.context_chars < len(context) and answer.prompt_tokens <= 900 - 64
+    assert len(render_chatml(sent[0]["messages"])) == answer.prompt_tokens  # CharCounter: 1 token per char
+
+
+def test_synthesizer_degrades_when_even_an_empty_context_cannot_fit():
+    recorder = Recorder(refuse)
+    answer = LLMSynthesizer(make_client(recorder, window=100, max_tokens=64), mode="answer")("Who wrote Dune?",
+                                                                                            CONTEXT)
+    assert answer.error_kind == "prompt_too_long" and recorder.requests == []
+    assert answer.method == "extractive (reader failed: prompt_too_long)"
 
 
 def test_synthesizer_rejects_unknown_mode():

@@ -1,4 +1,5 @@
-"""The quality gate's aggregation and report (pure; the reader run itself is evals/quality.run_quality)."""
+"""The quality report's aggregation (pure) and run_quality's argument checks; the product-path run
+itself, through a real embedded reader, is in tests/integration/test_embedded_reader.py."""
 
 from __future__ import annotations
 
@@ -43,13 +44,29 @@ def test_gate_fails_outside_band_and_is_invalid_when_degraded():
     assert rep["gates"]["line"]["verdict"] == "INVALID" and rep["configs"]["line"]["degraded"] == 1
 
 
-@pytest.mark.parametrize("kwargs", [{"runs": 1}, {"temperature": 0.0}, {"strategies": ["zip"]}, {"budget_chars": 0}])
+@pytest.mark.parametrize("kwargs", [{"runs": 0}, {"runs": 2, "temperature": 0.0}, {"mode": "essay"}, {"rows": []}])
 def test_run_quality_rejects_settings_before_any_call(kwargs):
     from rootweaver_innovations.corpus import Passage, QARow
 
     qa = QARow("q", "Who?", "A", (Passage("p", "T", ("A is here.",)),), ("T",), ())
+    rows = kwargs.pop("rows", [qa])
     with pytest.raises(ValueError):
-        run_quality([qa], client=None, **kwargs)  # type: ignore[arg-type]
+        run_quality(rows, client=None, **kwargs)  # type: ignore[arg-type]
+
+
+def test_select_questions_skips_yes_no_and_cited_lines_score_against_gold_facts():
+    from evals.quality import _cited_pr, select_questions
+    from rootweaver_innovations.corpus import Passage, QARow
+
+    qa = QARow("q", "Who wrote Dune?", "Frank Herbert",
+               (Passage("p1", "Dune", ("Dune is a novel.", "It was written by Frank Herbert.")),
+                Passage("p2", "Herbert", ("Frank Herbert was born in Tacoma.",))),
+               ("Dune", "Herbert"), (("Dune", 1), ("Herbert", 0)))
+    yes = QARow("y", "Is Dune a novel?", "yes", qa.passages, ("Dune",), ())
+    assert select_questions([yes, qa, yes, qa], 1) == [qa] and len(select_questions([yes, qa, qa], None)) == 2
+    g1, other = "Dune | It was written by Frank Herbert.", "Dune | Dune is a novel."
+    assert _cited_pr(qa, [g1, other]) == (0.5, 0.5)
+    assert _cited_pr(qa, []) == (None, 0.0)
 
 
 def test_evidence_scores_are_strict():
@@ -72,7 +89,7 @@ def test_merge_reports_resummarises_disjoint_chunks():
     from evals.quality import merge_reports
 
     settings = {"model": "m", "n_questions": 1, "runs": 2, "temperature": 0.7, "seeds": [0, 1], "mode": "answer",
-                "budget_chars": 100, "strategies": ["line"], "max_hops": 5, "passages_per_hop": 2, "max_tokens": 32,
+                "budget_chars": 100, "strategy": "line", "gate": True, "max_hops": 5, "passages_per_hop": 2, "max_tokens": 32,
                 "judge_model": None, "n_resamples": 200, "wall_s": 2.0}
 
     def chunk(qid, off, on):
