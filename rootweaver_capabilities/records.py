@@ -52,7 +52,7 @@ def result_record(res: MultiHopResult, *, detail: bool = False) -> dict[str, Any
         "budget": {"limit": comp.limit, "unit": comp.unit, "used": comp.used} if comp is not None else None,
         "kept_lines": len(comp.kept) if comp is not None else None,
         "dropped_lines": len(comp.dropped) if comp is not None else None,
-        "answer": answer_record(answer),
+        "answer": answer_record(res.answer),
     }
     if detail:
         out = {"question": res.question, **out, "synth_context": res.synth_context,

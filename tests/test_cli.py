@@ -7,6 +7,7 @@ import json
 import pytest
 
 from rootweaver_capabilities.cli import main
+from rootweaver_innovations.extractive import EXTRACTIVE_METHOD
 
 
 def test_ask_demo_bridge_question_two_hops_under_budget(capsys):
@@ -84,7 +85,7 @@ def test_serve_prints_answer_method_and_cited_lines_beside_the_metadata(monkeypa
     monkeypatch.setattr("sys.stdin", io.StringIO("In what 2 countries did both X-Large and A Bathing Ape have stores?\n"))
     assert main(["serve"]) == 0
     (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
-    assert line["answer"] and line["method"] == "extractive (no LLM configured)" and line["cited_lines"]
+    assert line["answer"] and line["method"] == EXTRACTIVE_METHOD and line["cited_lines"]
     assert line["multi_hop"]["answer"]["text"] == line["answer"]
     assert line["multi_hop"]["answer"]["error_kind"] is None
 

@@ -32,14 +32,17 @@ from rootweaver_capabilities import MultiHopCapability, MultiHopConfig, RequestC
 from rootweaver_capabilities.cli import main
 from rootweaver_capabilities.llm import LLMSynthesizer, OpenAIChatClient, scrub
 from rootweaver_innovations.demo import demo_passages, load_questions
-from rootweaver_innovations.multihop import extractive_answer
+from rootweaver_innovations.extractive import extractive_answer
+from rootweaver_innovations.records import Fact
 from rootweaver_innovations.packing import QwenTokenCounter
 from rootweaver_innovations.retrieval import BM25Retriever
 
 KEY = "sk-test-4f7d1c9a0b2e6d8f"
 DEADLINE_S = 1.5
 MARGIN = 1.10
-CONTEXT = "From query: Dune author\nDune | Dune is a 1965 novel by Frank Herbert.\nDune | It won the Hugo Award."
+FACTS = (Fact("d", "Dune", "Dune is a 1965 novel by Frank Herbert.", 0, 0, "Dune author"),
+         Fact("d", "Dune", "It won the Hugo Award.", 1, 0, "Dune author"))
+CONTEXT = "From query: Dune author\n" + "\n".join(f.line for f in FACTS)
 QUESTION = "Who wrote Dune?"
 
 
@@ -194,12 +197,12 @@ def test_every_fault_ends_within_the_deadline_degraded_labelled_and_without_the_
     server = fault_server(fault)
     synth = LLMSynthesizer(_client(server.url, token_counter=QwenTokenCounter()), mode=mode)
     started = time.monotonic()
-    answer = synth(QUESTION, CONTEXT)
+    answer = synth(QUESTION, CONTEXT, FACTS)
     elapsed = time.monotonic() - started
     assert elapsed <= DEADLINE_S * MARGIN, f"{name}: {elapsed:.2f} s for a {DEADLINE_S} s deadline"
     assert answer.error_kind == kind, answer.error
     assert answer.method == f"extractive (reader failed: {kind})"
-    assert answer.text == extractive_answer(QUESTION, CONTEXT).text
+    assert answer.text == extractive_answer(QUESTION, FACTS).text
     assert server.chat_requests >= 1
     assert KEY not in answer.error and KEY not in caplog.text
     assert "\n" not in answer.error

@@ -26,7 +26,7 @@ def test_noise_band_and_gate_worked_example():
     gate = rep["gates"]["line"]
     assert gate["f1"]["delta"] == pytest.approx(0.0) and gate["verdict"] == "PASS"
     rep["settings"] = {"model": "m", "n_questions": 2, "runs": 2, "temperature": 0.7, "seeds": [0, 1], "mode": "answer",
-                       "budget_chars": 100, "max_hops": 5, "passages_per_hop": 2, "judge_model": None, "wall_s": 1.0}
+                       "budget": {"limit": 100, "unit": "chars"}, "max_hops": 5, "passages_per_hop": 2, "judge_model": None, "wall_s": 1.0}
     rep["trajectory_mismatches"] = 0
     md = quality_markdown(rep, "rootweaver eval quality")
     assert "| line | f1 | +0.000 |" in md and "line: **PASS**" in md
@@ -89,7 +89,7 @@ def test_merge_reports_resummarises_disjoint_chunks():
     from evals.quality import merge_reports
 
     settings = {"model": "m", "n_questions": 1, "runs": 2, "temperature": 0.7, "seeds": [0, 1], "mode": "answer",
-                "budget_chars": 100, "strategy": "line", "gate": True, "max_hops": 5, "passages_per_hop": 2, "max_tokens": 32,
+                "budget": {"limit": 100, "unit": "chars"}, "strategy": "line", "gate": True, "max_hops": 5, "passages_per_hop": 2, "max_tokens": 32,
                 "judge_model": None, "n_resamples": 200, "wall_s": 2.0}
 
     def chunk(qid, off, on):

@@ -78,7 +78,7 @@ def toggle(name: str, on: bool) -> None:
 def _config(tmp_path: Path, capability_flag: str, *, url: str = URL, compaction_flag: str | None = None,
             bootstrap: Path | None = None) -> MultiHopConfig:
     return MultiHopConfig.from_mapping({
-        "compaction": {"enabled": compaction_flag is not None, "max_chars": 500},
+        "compaction": {"enabled": compaction_flag is not None, "unit": "chars", "budget": 500},
         "flags": {
             "provider": "unleash",
             "capability_flag": capability_flag,
