@@ -78,6 +78,7 @@ def _cmd_packing(args: argparse.Namespace) -> int:
     path, rows = _rows(args)
     rep = run_packing_eval(
         rows, retrievers=args.retrievers, policies=args.policies, budgets=args.budgets, open_pool=args.open_pool,
+        opaque_titles=args.opaque_titles,
         similarity=args.similarity, reference=args.reference, n_resamples=args.resamples, seed=args.seed,
         show_progress=not args.quiet,
     )
@@ -217,6 +218,7 @@ def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     pk.add_argument("--policies", type=_csv, default=list(POLICY_ORDER))
     pk.add_argument("--budgets", type=_csv_ints, default=list(BUDGETS))
     pk.add_argument("--open-pool", action="store_true", help="retrieve from all paragraphs of the file")
+    pk.add_argument("--opaque-titles", action="store_true", help="replace every passage title by an opaque id")
     pk.add_argument("--similarity", choices=("tfidf", "dense"), default="tfidf")
     pk.add_argument("--reference", default="submodular", help="policy compared against each other with CIs")
     pk.add_argument("--resamples", type=int, default=10_000)

@@ -36,6 +36,7 @@ from rootweaver_innovations.retrieval import BM25Retriever, DenseRetriever, Hybr
 from rootweaver_innovations.strategies import make_compactor
 
 from .datasets import DEFAULT_CACHE, build_open_pool, cached_embeddings
+from .multihop_e2e import opaque
 from .peers import PEER_POLICIES, register_peers
 from .report import progress
 
@@ -130,6 +131,7 @@ def run_packing_eval(
     policies: Sequence[str] = POLICY_ORDER,
     budgets: Sequence[int] = BUDGETS,
     open_pool: bool = False,
+    opaque_titles: bool = False,
     similarity: str = "tfidf",
     reference: str = "submodular",
     n_resamples: int = 10_000,
@@ -138,6 +140,9 @@ def run_packing_eval(
     show_progress: bool = True,
 ) -> dict:
     """Run the factorial on ``rows`` and return a JSON-ready report.
+
+    ``opaque_titles`` replaces every passage title by an opaque id before retrieval (gold
+    paragraphs are mapped first, so scoring is unchanged).
 
     ``similarity`` is ``"tfidf"`` or ``"dense"`` (MiniLM sentence embeddings) for the
     policies that use one. ``reference`` is the policy compared against every other with
@@ -157,7 +162,9 @@ def run_packing_eval(
     need_dense = similarity == "dense" or any(r != "bm25" for r in retrievers)
     embed = EmbeddingCache(cache_dir) if need_dense else None
     t0 = time.perf_counter()
-    report: dict = {"n_questions": len(rows), "open_pool": open_pool, "similarity": similarity,
+    titled = opaque if opaque_titles else tuple
+    report: dict = {"n_questions": len(rows), "open_pool": open_pool, "opaque_titles": opaque_titles,
+                    "similarity": similarity,
                     "budgets": list(budgets), "policies": list(policies), "seed": seed,
                     "n_resamples": n_resamples, "reference": reference, "retrievers": {}}
     pool = build_open_pool(rows) if open_pool else None
@@ -169,13 +176,13 @@ def run_packing_eval(
             embed.sentences([s.strip() for p in all_passages for s in p.sentences if s.strip()])
     for rname in retrievers:
         if pool is not None:
-            retriever = make_retriever(rname, pool.passages, embed)
+            retriever = make_retriever(rname, titled(pool.passages), embed)
         per_q: list[_Question] = []
         rec, allg = [], []
         for i, row in enumerate(progress(rows, f"retrieve[{rname}]", show_progress)):
             if pool is None:
                 own = build_open_pool([row])
-                hits = make_retriever(rname, own.passages, embed).search(row.question, TOP_K)
+                hits = make_retriever(rname, titled(own.passages), embed).search(row.question, TOP_K)
                 gold = own.gold[0]
             else:
                 hits = retriever.search(row.question, TOP_K)

@@ -133,9 +133,9 @@ def run_synth_eval(
             row["ci_vs_off"] = {m: ci(s[m], off_scores[m]) for m in ("aic", "all_gold")}
             row["seed_loop_aic"] = float(np.mean(cell["seed_aic"]))
             row["aic_ci_vs_seed_loop"] = ci(s["aic"], cell["seed_aic"])
-            line = f"line@{cell['limit']}{'t' if cell['unit'] == 'tokens' else 'c'}"
-            if cell["strategy"] != "line" and line in cells:
-                row["ci_vs_line"] = {m: ci(s[m], cells[line]["scores"][m]) for m in ("aic", "all_gold")}
+            suffix = f"@{cell['limit']}{'t' if cell['unit'] == 'tokens' else 'c'}"
+            row["ci_vs"] = {other: {m: ci(s[m], cells[other + suffix]["scores"][m]) for m in ("aic", "all_gold")}
+                            for other in strategies if other != cell["strategy"] and other + suffix in cells}
         table.append(row)
     return {
         "n_questions": len(rows),

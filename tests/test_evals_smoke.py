@@ -67,7 +67,7 @@ def test_synth_eval_smoke_product_path_equals_harness(bundled_data):
         elif r["unit"] == "chars":
             assert r["max_chars"] <= r["limit"]
         assert 0 <= r["all_gold"] <= r["coverage"] <= 1
-    assert "ci_vs_line" in by["evidence@160t"] and "ci_vs_off" in by["line@160t"]
+    assert set(by["evidence@160t"]["ci_vs"]) == {"line", "submodular"} and "ci_vs_off" in by["line@160t"]
 
 
 @pytest.mark.parametrize("open_pool", [False, True])
