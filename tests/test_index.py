@@ -251,11 +251,11 @@ def test_cli_index_build_info_and_ask(tmp_path, capsys):
     assert all(size for size in info["file_bytes"].values())
     assert main(["index", "info", str(out)]) == 0
     assert "component bm25" in capsys.readouterr().out
-    assert main(["ask", "--json", "--index", str(out)]) == 0
+    assert main(["ask", "--json", "--reader", "none", "--index", str(out)]) == 0
     mapped = json.loads(capsys.readouterr().out)
-    assert main(["ask", "--json"]) == 0
+    assert main(["ask", "--json", "--reader", "none"]) == 0
     assert json.loads(capsys.readouterr().out) == mapped
-    assert main(["ask", "--json", "--index", str(out), "--corpus", str(DEMO_CORPUS)]) == 0
+    assert main(["ask", "--json", "--reader", "none", "--index", str(out), "--corpus", str(DEMO_CORPUS)]) == 0
 
 
 @pytest.mark.parametrize("argv, msg", [
