@@ -41,11 +41,7 @@ from rootweaver_capabilities.llm import ChatClient, LLMSynthesizer
 from rootweaver_capabilities.prompts import (
     MODE_EVIDENCE,
     MODES,
-    gold_line_ids,
-    judge_messages,
     number_context,
-    parse_judge_score,
-    score_ebg,
 )
 from rootweaver_innovations.context_format import parse_fact
 from rootweaver_innovations.corpus import QARow
@@ -58,6 +54,7 @@ from rootweaver_innovations.diagnostics import (
 from rootweaver_innovations.retrieval import BM25Retriever
 
 from .report import write_json, write_text
+from .scoring import gold_line_ids, judge_messages, parse_judge_score, score_ebg
 
 __all__ = [
     "ADR_BAR",

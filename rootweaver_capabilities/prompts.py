@@ -1,30 +1,23 @@
-"""Reader prompts (answer-only and evidence-based), robust reply parsing, Ans/Evid/Joint.
+"""Reader prompts (answer-only and evidence-based) and robust reply parsing.
 
 Evidence-based generation (EBG) numbers the context's fact lines ``i: <line>`` (hop
 headers stay unnumbered: they are structure and must not be cited) and asks for a JSON
 object ``{"answer": ..., "evidence": [line ids]}``. A malformed reply is retried once
-with a corrective turn, then reported as malformed (never dropped).
-
-Scores, after the EBG protocol: ``Ans`` = some normalised gold answer is a contiguous
-token run of the normalised prediction (``diagnostics.answer_in_context``, SQuAD
-normalisation), so "It was Paris." counts for "Paris" but "nothing" not for "no"; ``Evid`` (strict) = every gold line is
-cited (extra citations allowed; no gold line in the context means Evid is false);
-``Joint`` = Ans and Evid.
+with a corrective turn, then reported as malformed (never dropped). Scoring replies
+against gold labels (Ans / Evid / Joint, the judge) lives in :mod:`evals.scoring`.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rootweaver_innovations.context_format import is_header, parse_fact
-from rootweaver_innovations.diagnostics import answer_in_context
+from rootweaver_innovations.context_format import is_header
 from rootweaver_innovations.multihop import Answer
 
 __all__ = [
-    "EBGScore",
     "EvidenceOutcome",
     "EvidenceReply",
     "MODES",
@@ -36,13 +29,9 @@ __all__ = [
     "answer_only_messages",
     "ask_with_evidence",
     "evidence_messages",
-    "gold_line_ids",
-    "judge_messages",
     "number_context",
     "parse_answer_only",
     "parse_evidence_reply",
-    "parse_judge_score",
-    "score_ebg",
 ]
 
 MODE_ANSWER = "answer"
@@ -111,17 +100,6 @@ def number_context(synth_context: str) -> NumberedContext:
         else:
             rendered.append(line)
     return NumberedContext("\n".join(rendered), tuple(lines))
-
-
-def gold_line_ids(numbered: NumberedContext, gold_facts: Collection[tuple[str, str]]) -> frozenset[int]:
-    """Ids of the numbered lines whose ``(title, sentence)`` is a gold fact (whitespace-folded)."""
-    gold = {(" ".join(t.split()), " ".join(s.split())) for t, s in gold_facts}
-    out = set()
-    for i, line in enumerate(numbered.lines, start=1):
-        parsed = parse_fact(line)
-        if parsed is not None and (parsed[0], parsed[1]) in gold:
-            out.add(i)
-    return frozenset(out)
 
 
 def answer_only_messages(question: str, context: str) -> list[dict[str, str]]:
@@ -258,45 +236,3 @@ def ask_with_evidence(
         return EvidenceOutcome(parsed.answer, parsed.evidence, (first, second), malformed=False)
     except MalformedReplyError:
         return EvidenceOutcome("", (), (first, second), malformed=True)
-
-
-@dataclass(frozen=True, slots=True)
-class EBGScore:
-    ans: bool
-    evid: bool
-    joint: bool
-
-
-def score_ebg(
-    prediction: str, gold_answers: Sequence[str], cited_ids: Collection[int], gold_ids: Collection[int]
-) -> EBGScore:
-    """Ans / strict Evid / Joint for one question (see the module docstring)."""
-    ans = answer_in_context(list(gold_answers), prediction)
-    evid = bool(gold_ids) and set(gold_ids) <= set(cited_ids)
-    return EBGScore(ans, evid, ans and evid)
-
-
-JUDGE_SYSTEM = (
-    "You grade answers to questions. Given the question, the gold answer and a predicted "
-    'answer, reply with only a JSON object {"score": S}: S = 1 when the prediction states '
-    "the gold answer (other wording is fine), 0.5 when it is partly right, 0 otherwise."
-)
-_NUMBER = re.compile(r"(?<![\w.])(0(?:\.\d+)?|1(?:\.0+)?|\.\d+)(?![\w.])")
-
-
-def judge_messages(question: str, gold: str, prediction: str) -> list[dict[str, str]]:
-    return [
-        {"role": "system", "content": JUDGE_SYSTEM},
-        {"role": "user", "content": f"Question: {question}\nGold answer: {gold}\nPredicted answer: {prediction}\nJSON:"},
-    ]
-
-
-def parse_judge_score(reply: str) -> float | None:
-    """The judge's score in [0, 1]: ``{"score": s}`` first, else the first bare number in
-    [0, 1] in the reply; ``None`` when there is none (an unscored reply, counted as such)."""
-    obj = _first_json_object(reply)
-    if obj is not None and isinstance(obj.get("score"), int | float) and not isinstance(obj["score"], bool):
-        score = float(obj["score"])
-        return score if 0.0 <= score <= 1.0 else None
-    m = _NUMBER.search(reply)
-    return float(m.group(1)) if m else None

@@ -25,14 +25,13 @@ from rootweaver_capabilities.llm import (
     render_chatml,
     resolve_token_counter,
 )
+from evals.scoring import gold_line_ids, score_ebg
 from rootweaver_capabilities.prompts import (
     MalformedReplyError,
     ask_with_evidence,
-    gold_line_ids,
     number_context,
     parse_answer_only,
     parse_evidence_reply,
-    score_ebg,
 )
 from rootweaver_innovations.extractive import extractive_answer
 from rootweaver_innovations.records import Fact
