@@ -1,6 +1,6 @@
 """Build the bundled demo corpus and golden questions from the HotpotQA dev rows.
 
-Usage: python scripts/make_demo_data.py [--src ../shared/data/hotpotqa/hotpot_dev_distractor_merged.jsonl]
+Usage: python scripts/make_demo_data.py [--src evals/data/hotpotqa.jsonl.gz]
 
 Takes, in file order, the first 45 bridge and the first 15 comparison questions whose
 answer string occurs in their own paragraphs (yes/no answers count as occurring), and
@@ -17,7 +17,7 @@ from pathlib import Path
 from rootweaver_innovations.corpus import load_qa_rows
 
 OUT = Path(__file__).resolve().parents[1] / "rootweaver_innovations" / "data" / "demo"
-DEFAULT_SRC = Path(__file__).resolve().parents[2] / "shared/data/hotpotqa/hotpot_dev_distractor_merged.jsonl"
+DEFAULT_SRC = Path(__file__).resolve().parents[1] / "evals" / "data" / "hotpotqa.jsonl.gz"  # the bundled copy
 QUOTA = {"bridge": 45, "comparison": 15}
 
 
