@@ -48,12 +48,10 @@ import httpx
 
 from rootweaver_innovations.compaction import CompactionResult, compact_lines
 from rootweaver_innovations.extractive import extractive_answer
-from rootweaver_innovations.multihop import Answer
 from rootweaver_innovations.packing import QwenTokenCounter, TokenCounter
 from rootweaver_innovations.records import Fact
 
 from .prompts import (
-    MODE_ANSWER,
     MODE_EVIDENCE,
     MODES,
     NumberedContext,

@@ -154,7 +154,7 @@ def config_mappings(draw):
 
 
 ALIAS_BOMB = "".join(
-    [f'a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n']
+    ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n']
     + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]\n" for i in range(1, 9)]
     + [f"max_hops: [{', '.join(['*a8'] * 9)}]\n"]
 )
