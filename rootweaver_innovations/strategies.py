@@ -7,8 +7,8 @@ line compactor, ADR-077), and the packing policies ``submodular`` and ``evidence
 is the one that keeps the most answers on the product path (``docs/results.md``).
 
 Every compactor :func:`make_compactor` returns is behind an input cap (:class:`InputCap`): a
-request whose rendered context is over ``max_input_chars`` characters or ``max_input_lines``
-fact lines is refused with :class:`InputTooLargeError` before any work, so one oversized
+request whose rendered full context is over ``max_input_chars`` characters or
+``max_input_lines`` lines is refused with :class:`InputTooLargeError` before any work, so one oversized
 request cannot take a server's memory or minutes of its time. Under the defaults (2,000,000
 chars, 5,000 lines) every strategy stays under 200 MB (``benchmarks/bench_memory.py``,
 docs/results.md); the packers' time grows with lines x lines that share words, which is what
