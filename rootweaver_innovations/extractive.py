@@ -5,7 +5,8 @@
 packer already uses, so no second model), then cuts from it the span the question asks
 for: a date or year for *when* questions, a number for *how many/much/long/old*, one of
 the named options for *A or B* questions, else the first capitalised name the question does
-not already contain. With no such span the whole sentence is the answer. The cited line
+not already contain (the loop's own :func:`~rootweaver_innovations.hops.entity_spans` and
+:func:`~rootweaver_innovations.hops.comparison_entities`). With no such span the whole sentence is the answer. The cited line
 is always the sentence's context line, so a reader of the output can check the span.
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .hops import comparison_entities, entity_spans
 from .multihop import Answer
 from .packing import Budget, fact_candidates, packing_problem
 from .packing.evidence import answer_likelihood
@@ -29,19 +31,6 @@ _SCORING_BUDGET = Budget(10_000, "tokens")  # only for the model's cost feature;
 _MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
 _DATE = re.compile(rf"\b(?:\d{{1,2}} {_MONTH},? \d{{4}}|{_MONTH} \d{{1,2}},? \d{{4}}|{_MONTH} \d{{4}}|1[0-9]{{3}}|20[0-9]{{2}})\b")
 _NUMBER = re.compile(r"\b\d[\d,.]*(?:\s+(?:million|billion|thousand|hundred))?(?:\s+[a-z]+)?")
-_NAME = re.compile(r"\b[A-Z][\w'’\-.]*(?:\s+(?:(?:of|the|de|von|van|and|la|le|du|da)\s+)*[A-Z][\w'’\-.]*)*")
-_LEADING = frozenset("The A An In On At He She It They His Her Its This That These Those Their".split())
-
-
-def _names(text: str) -> list[str]:
-    out = []
-    for m in _NAME.finditer(text):
-        words = m.group(0).rstrip(".").split()
-        while words and words[0] in _LEADING:
-            words = words[1:]
-        if words:
-            out.append(" ".join(words))
-    return out
 
 
 def answer_span(question: str, sentence: str) -> str:
@@ -53,14 +42,13 @@ def answer_span(question: str, sentence: str) -> str:
     if re.search(r"\bhow (?:many|much|long|old|tall|far)\b", q):
         m = _NUMBER.search(sentence)
         return m.group(0).strip() if m else ""
-    head, sep, tail = question.rstrip("?").rpartition(" or ")
-    if sep:  # "A or B": the option the sentence names (the first option when it names both or neither)
-        options = [o for o in (_names(head.rpartition(",")[2])[-1:] + _names(tail)[:1])]
+    options = comparison_entities(question)
+    if options is not None:  # "A or B" / "Are A and B ...": the option the sentence names, the first if both
         named = [o for o in options if o.lower() in sentence.lower()]
         if named:
             return named[0]
-    for name in _names(sentence):
-        if name.lower() not in q and len(name) > 2:
+    for name in entity_spans(sentence, skip_initial=False):
+        if name.lower() not in q:
             return name
     return ""
 
