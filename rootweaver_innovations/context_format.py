@@ -19,6 +19,7 @@ __all__ = [
     "FACT_SEPARATOR",
     "HOP_HEADER_PREFIX",
     "ContextLayout",
+    "fold_whitespace",
     "format_fact",
     "format_header",
     "is_header",
@@ -30,13 +31,18 @@ HOP_HEADER_PREFIX = "From query:"
 FACT_SEPARATOR = " | "
 
 
+def fold_whitespace(text: str) -> str:
+    """``text`` with every whitespace run (newlines included) folded to one space, ends stripped."""
+    return " ".join(text.split())
+
+
 def format_header(sub_query: str) -> str:
-    return f"{HOP_HEADER_PREFIX} {' '.join(sub_query.split())}"
+    return f"{HOP_HEADER_PREFIX} {fold_whitespace(sub_query)}"
 
 
 def format_fact(title: str, sentence: str) -> str:
     """One fact line; newlines inside title or sentence are folded to spaces."""
-    return f"{' '.join(title.split())}{FACT_SEPARATOR}{' '.join(sentence.split())}"
+    return f"{fold_whitespace(title)}{FACT_SEPARATOR}{fold_whitespace(sentence)}"
 
 
 def is_header(line: str) -> bool:

@@ -65,7 +65,7 @@ def extractive_answer(question: str, facts: Sequence[Fact]) -> Answer:
     p = answer_likelihood(packing_problem(cands, question, _SCORING_BUDGET))
     fact = [f for f in facts if f.sentence.strip()][int(np.argmax(p))]
     span = answer_span(question, fact.sentence)
-    return Answer(text=span or " ".join(fact.sentence.split()), cited_lines=(fact.line,), method=EXTRACTIVE_METHOD)
+    return Answer(text=span or fact.body, cited_lines=(fact.line,), method=EXTRACTIVE_METHOD)
 
 
 def extractive_synthesizer(question: str, synth_context: str, facts: Sequence[Fact]) -> Answer:

@@ -8,9 +8,9 @@ a rendered context back into facts.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from .context_format import format_fact
+from .context_format import fold_whitespace, format_fact
 from .corpus import Passage
 
 __all__ = ["Fact", "facts_from_passages"]
@@ -24,6 +24,10 @@ class Fact:
     sentence (0-based) as stored, ``hop`` the 0-based loop iteration that retrieved it,
     ``sub_query`` the query that hop issued, ``rank`` the passage's 0-based place among the
     hop's new passages and ``score`` the retriever's score for it.
+
+    Derived once at construction (not compared, not in ``repr``): ``body``, the sentence with
+    whitespace runs folded to one space, and ``line``, the fact as one context line,
+    ``"<title> | <body>"`` (:func:`~rootweaver_innovations.context_format.format_fact`).
     """
 
     passage_id: str
@@ -34,11 +38,13 @@ class Fact:
     sub_query: str = ""
     rank: int = 0
     score: float = 0.0
+    body: str = field(init=False, repr=False, compare=False)
+    line: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def line(self) -> str:
-        """The fact as one context line, ``"<title> | <sentence>"``."""
-        return format_fact(self.title, self.sentence)
+    def __post_init__(self) -> None:
+        body = fold_whitespace(self.sentence)
+        object.__setattr__(self, "body", body)
+        object.__setattr__(self, "line", format_fact(self.title, body))
 
 
 def facts_from_passages(

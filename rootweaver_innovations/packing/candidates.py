@@ -165,7 +165,7 @@ def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
     return [
         Candidate(
             id=f"{f.passage_id}#{f.sentence_index}", doc_id=f.passage_id, text=f.line, position=k,
-            relevance=max(0.0, score), source=f.title, body=" ".join(f.sentence.split()),
+            relevance=max(0.0, score), source=f.title, body=f.body,
         )
         for k, (f, score) in enumerate(zip(items, scores))
     ]
