@@ -13,11 +13,12 @@ only together with at least one of its kept facts and its characters count too.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from .context_format import HOP_HEADER_PREFIX
+from .context_format import HOP_HEADER_PREFIX, ContextLayout, render_context
 from .records import Fact
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ class DroppedLine(NamedTuple):
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class CompactionRequest:
     """What a compactor is given once the loop has stopped.
 
@@ -97,7 +98,7 @@ class CompactionRequest:
     ``hop_queries[h]`` is the sub-query of hop ``h`` (every ``fact.hop`` indexes it);
     ``open_terms`` the key terms of sub-queries still open; ``budget`` the hard limit on the
     synth context in chars or reader tokens. The full context these describe is
-    :func:`~rootweaver_innovations.context_format.render_context` of facts and hop queries.
+    :attr:`layout`.
     """
 
     question: str
@@ -105,6 +106,13 @@ class CompactionRequest:
     hop_queries: tuple[str, ...]
     open_terms: tuple[str, ...]
     budget: Budget
+
+    @functools.cached_property
+    def layout(self) -> ContextLayout:
+        """:func:`~rootweaver_innovations.context_format.render_context` of facts and hop
+        queries, rendered on first use and kept (the input cap and the compactor share it);
+        ``ValueError`` if a fact's hop is not an index of ``hop_queries``."""
+        return render_context(self.facts, self.hop_queries)
 
 
 @dataclass(frozen=True, slots=True)

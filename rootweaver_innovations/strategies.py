@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .compaction import CompactionRequest, CompactionResult, compact_lines
-from .context_format import render_context
 from .packing.compactor import PackingCompactor
 
 __all__ = [
@@ -57,7 +56,7 @@ class LineCompactor:
     """
 
     def __call__(self, request: CompactionRequest) -> CompactionResult:
-        layout = render_context(request.facts, request.hop_queries)
+        layout = request.layout
         budget = request.budget
 
         def run(max_chars: int) -> CompactionResult:
@@ -109,7 +108,7 @@ class InputCap:
 
     def __call__(self, request: CompactionRequest) -> CompactionResult:
         """Compact with the wrapped compactor, or raise :class:`InputTooLargeError`."""
-        text = render_context(request.facts, request.hop_queries).text
+        text = request.layout.text
         if len(text) > self.max_input_chars:
             raise InputTooLargeError(f"context of {len(text):,} chars is over the compaction input cap "
                                      f"(compaction.max_input_chars = {self.max_input_chars:,})")

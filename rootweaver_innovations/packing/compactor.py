@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..compaction import REASON_BLANK, REASON_HOP_HEADER, CompactionRequest, CompactionResult, DroppedLine, KeptLine
-from ..context_format import render_context
 from ..embeddings import Embedder
 from .candidates import fact_candidates
 from .objective import SubmodularWeights
@@ -46,7 +45,7 @@ class PackingCompactor:
         return self.policy
 
     def __call__(self, request: CompactionRequest) -> CompactionResult:
-        layout = render_context(request.facts, request.hop_queries)
+        layout = request.layout
         lines = layout.text.split("\n")  # only to report each dropped line's text by position
         cands = fact_candidates(request.question, request.facts)
         nonblank = [i for i, f in enumerate(request.facts) if f.sentence.strip()]  # as fact_candidates skips
