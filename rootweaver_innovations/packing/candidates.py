@@ -9,8 +9,9 @@ from __future__ import annotations
 import functools
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -114,54 +115,73 @@ def okapi_scores(docs: Sequence[Sequence[str]], query: Sequence[str]) -> list[fl
     than half of the docs gets ``0.25 *`` the mean idf), so its scores are reproduced
     exactly; a repeated query term counts once per occurrence. Empty ``docs``: ``[]``.
     """
+    return _okapi([_DocTerms(len(d), Counter(d)) for d in docs], query)
+
+
+@dataclass(frozen=True, slots=True)
+class _DocTerms:
+    """A tokenised doc as BM25 reads it: its length in tokens and each term's count."""
+
+    length: int
+    counts: Mapping[str, int]
+
+
+def _okapi(docs: Sequence[_DocTerms], query: Sequence[str]) -> list[float]:
+    """:func:`okapi_scores` over docs already counted.
+
+    Only the query's terms are looked up; the mean idf over every term of the corpus (the
+    floor of a term in more than half of the docs) is computed only when a query term needs it.
+    """
     n = len(docs)
-    if n == 0:
-        return []
-    lengths = np.array([len(d) for d in docs], dtype=np.float64)
-    avgdl = float(lengths.mean())
-    counts = [Counter(d) for d in docs]
-    df: Counter[str] = Counter()
-    for c in counts:
-        df.update(c.keys())
-    if not df:
+    terms = list(dict.fromkeys(query))
+    if n == 0 or not terms:
         return [0.0] * n
+    tf = np.array([[d.counts.get(t, 0) for t in terms] for d in docs], dtype=np.float64)  # (docs, terms)
+    freq = np.count_nonzero(tf, axis=0).astype(np.float64)
+    present = freq > 0
+    idf = np.log(n - freq + 0.5) - np.log(freq + 0.5)
+    if (idf[present] < 0).any():
+        idf = np.where(idf < 0, OKAPI_EPSILON * _mean_idf(docs), idf)
+    lengths = np.fromiter((d.length for d in docs), dtype=np.float64, count=n)
+    avgdl = float(lengths.mean())
+    norm = OKAPI_K1 * (1 - OKAPI_B + OKAPI_B * lengths / avgdl) if avgdl else np.full(n, OKAPI_K1)
+    gain = idf * tf * (OKAPI_K1 + 1) / (tf + norm[:, None])  # 0.0 where a doc lacks the term
+    column = {t: j for j, t in enumerate(terms)}
+    scores = np.zeros(n)
+    for term in query:  # summed in query order, once per occurrence
+        j = column[term]
+        if present[j]:
+            scores += gain[:, j]
+    return scores.tolist()
+
+
+def _mean_idf(docs: Sequence[_DocTerms]) -> float:
+    """Mean idf over every distinct term of ``docs``, in first-appearance order."""
+    df = Counter(chain.from_iterable(d.counts for d in docs))
     freq = np.fromiter(df.values(), dtype=np.float64, count=len(df))
-    idf_all = np.log(n - freq + 0.5) - np.log(freq + 0.5)
-    floor = OKAPI_EPSILON * float(idf_all.mean())
-    idf = dict(zip(df, np.where(idf_all < 0, floor, idf_all).tolist()))
-    norm = (OKAPI_K1 * (1 - OKAPI_B + OKAPI_B * lengths / avgdl) if avgdl else np.full(n, OKAPI_K1)).tolist()
-    scores = [0.0] * n
-    for term in query:
-        w = idf.get(term)
-        if w is None:
-            continue
-        for i, c in enumerate(counts):
-            tf = c.get(term)
-            if tf:
-                scores[i] += w * tf * (OKAPI_K1 + 1) / (tf + norm[i])
-    return scores
+    return float((np.log(len(docs) - freq + 0.5) - np.log(freq + 0.5)).mean())
 
 
 @functools.lru_cache(maxsize=16384)
-def _terms(title: str, sentence: str) -> tuple[str, ...]:
-    """BM25 terms of a fact (memoised: a corpus's passages recur across questions; at most
-    16,384 facts are kept, a few MB)."""
-    return tuple(bm25_tokenize(f"{title} {sentence}"))
+def _fact_terms(title: str, sentence: str) -> _DocTerms:
+    """BM25 terms of a fact, counted (memoised: a corpus's passages recur across questions;
+    at most 16,384 facts are kept, a few MB)."""
+    terms = bm25_tokenize(f"{title} {sentence}")
+    return _DocTerms(len(terms), Counter(terms))
 
 
 def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
     """One packing candidate per fact: the only way facts become candidates.
 
     ``text`` is the fact's context line (``"<title> | <sentence>"``, what the reader sees and
-    the budget pays for), ``body`` its bare sentence, ``doc_id`` the passage id, ``source``
+    the budget pays for), ``body`` its sentence with whitespace folded, ``doc_id`` the passage id, ``source``
     the title, ``position`` the fact's index in ``facts`` (the loop's hop and rank order),
     ``relevance`` :func:`okapi_scores` of ``title + sentence`` against ``question``, clipped at
     0. Facts whose sentence is blank are skipped. The product's compactors, the packing eval
     and the evidence model's fitting script all build candidates here.
     """
-    items = [f for f in facts if f.sentence.strip()]
-    docs = [_terms(f.title, f.sentence) for f in items]
-    scores = okapi_scores(docs, bm25_tokenize(question))
+    items = [f for f in facts if f.body]
+    scores = _okapi([_fact_terms(f.title, f.sentence) for f in items], bm25_tokenize(question))
     return [
         Candidate(
             id=f"{f.passage_id}#{f.sentence_index}", doc_id=f.passage_id, text=f.line, position=k,

@@ -48,7 +48,7 @@ class PackingCompactor:
         layout = request.layout
         lines = layout.text.split("\n")  # only to report each dropped line's text by position
         cands = fact_candidates(request.question, request.facts)
-        nonblank = [i for i, f in enumerate(request.facts) if f.sentence.strip()]  # as fact_candidates skips
+        nonblank = [i for i, f in enumerate(request.facts) if f.body]  # as fact_candidates skips
         line_of = {c.id: layout.fact_lines[i] for c, i in zip(cands, nonblank)}
         similarity = dense_similarity(self.embedder.encode([c.text for c in cands])) if self.embedder and cands else None
         res = pack(self.policy, cands, request.question, request.budget, similarity=similarity,
