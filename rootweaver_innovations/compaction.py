@@ -14,8 +14,11 @@ only together with at least one of its kept facts and its characters count too.
 from __future__ import annotations
 
 import functools
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import accumulate
+from operator import itemgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 from .context_format import HOP_HEADER_PREFIX, ContextLayout, render_context
@@ -31,7 +34,10 @@ __all__ = [
     "CompactionResult",
     "DroppedLine",
     "KeptLine",
+    "LineRanking",
     "compact_lines",
+    "fit_lines",
+    "rank_lines",
     "reasoning_key_terms",
 ]
 
@@ -141,31 +147,38 @@ class CompactionResult:
         return len(self.text)
 
 
-def compact_lines(
-    context: str,
-    *,
-    max_chars: int,
-    question: str = "",
-    open_terms: Iterable[str] = (),
-) -> CompactionResult:
-    """Keep the most useful lines of ``context`` within ``max_chars`` characters.
+@dataclass(frozen=True, slots=True, eq=False)
+class LineRanking:
+    """What :func:`compact_lines` decides before it looks at the budget (see :func:`rank_lines`).
 
-    Bands: 0 = the line holds a key term of a still-open sub-query (``open_terms``);
-    1 = the line sits in the latest hop block (at or after the last hop header; the whole
-    text when there is none); 2 = the rest. Within a band, lines with more key terms of
-    ``question`` come first, then earlier lines. Raises ``ValueError`` if
-    ``max_chars < 1``.
+    ``lines`` are the context's lines; ``headers`` the positions of hop headers;
+    ``header_of[i]`` the position of the header governing line ``i`` (-1 if none);
+    ``skipped`` the blank and duplicate lines, dropped whatever the budget; ``ranked`` the
+    remaining fact lines as ``(band, -overlap, position)``, best first; ``input_chars`` the
+    context's length.
     """
-    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
-        raise ValueError(f"max_chars must be a positive int, got {max_chars!r}")
+
+    lines: tuple[str, ...]
+    headers: tuple[int, ...]
+    header_of: tuple[int, ...]
+    skipped: tuple[DroppedLine, ...]
+    ranked: tuple[tuple[int, int, int], ...]
+    input_chars: int
+
+
+def rank_lines(context: str, *, question: str = "", open_terms: Iterable[str] = ()) -> LineRanking:
+    """Split ``context`` into lines and rank its fact lines (the bands of :func:`compact_lines`).
+
+    A line's hits are the key terms of ``question`` and the lowercased ``open_terms`` that
+    are whitespace-separated tokens of the lowercased line.
+    """
     lines = context.split("\n")
     open_set = frozenset(t.lower() for t in open_terms)
     query_set = frozenset(reasoning_key_terms(question))
 
-    headers: list[int] = []  # positions of hop headers
-    header_of: list[int] = []  # position of the header governing each line, -1 if none
-    dropped: list[DroppedLine] = []
-    ranked: list[tuple[int, int, int]] = []  # (band, -overlap, position)
+    headers: list[int] = []
+    header_of: list[int] = []
+    skipped: list[DroppedLine] = []
     facts: list[int] = []
     seen_text: set[str] = set()
     current = -1
@@ -174,31 +187,65 @@ def compact_lines(
             current = i
             headers.append(i)
         elif not line or line.isspace():
-            dropped.append(DroppedLine(i, line, REASON_BLANK))
+            skipped.append(DroppedLine(i, line, REASON_BLANK))
         elif line in seen_text:
-            dropped.append(DroppedLine(i, line, REASON_DUPLICATE))
+            skipped.append(DroppedLine(i, line, REASON_DUPLICATE))
         else:
             seen_text.add(line)
             facts.append(i)
         header_of.append(current)
     latest = current
-    wanted = open_set | query_set
-    for i in facts:
-        # lower each line, not the whole text: one wide (non-ASCII) char would make the
-        # whole string wide and every line's lower()/split() several times slower
-        hits = wanted.intersection(lines[i].lower().split()) if wanted else wanted
-        if hits and not hits.isdisjoint(open_set):
-            band = 0
-        elif i >= latest:
-            band = 1
+    hits = _token_hits([lines[i] for i in facts], open_set | query_set)
+    ranked = []
+    for k, i in enumerate(facts):
+        found = hits.get(k)
+        if found is None:
+            ranked.append((1 if i >= latest else 2, 0, i))
         else:
-            band = 2
-        ranked.append((band, -len(hits & query_set) if hits else 0, i))
+            band = 0 if not found.isdisjoint(open_set) else 1 if i >= latest else 2
+            ranked.append((band, -len(query_set.intersection(found)), i))
     ranked.sort()
+    return LineRanking(tuple(lines), tuple(headers), tuple(header_of), tuple(skipped), tuple(ranked), len(context))
 
+
+def _token_hits(lines: list[str], terms: frozenset[str]) -> dict[int, set[str]]:
+    """For each line with any, the ``terms`` that are whitespace-separated tokens of the lowercased line.
+
+    Each line is lowercased on its own (one wide, non-ASCII char would make a whole-text
+    lowercase several times slower); each term is then searched once in all of them, and an
+    occurrence counts when whitespace, a line end or the text's ends bound it on both sides.
+    """
+    hits: dict[int, set[str]] = {}
+    tokens = [t for t in terms if t.split() == [t]]  # a term with whitespace is never a token
+    if not tokens or not lines:
+        return hits
+    lowered = [line.lower() for line in lines]  # lower() never makes a "\n"
+    joined = "\n" + "\n".join(lowered) + "\n"  # line k is joined[starts[k]:starts[k + 1] - 1]
+    starts = list(accumulate((len(line) + 1 for line in lowered), initial=1))
+    find = joined.find
+    for term in tokens:
+        width = len(term)
+        at = find(term)
+        while at >= 0:
+            if joined[at - 1].isspace() and joined[at + width].isspace():
+                hits.setdefault(bisect_right(starts, at) - 1, set()).add(term)
+            at = find(term, at + width)  # tokens of one term never overlap
+    return hits
+
+
+_position = itemgetter(0)
+
+
+def fit_lines(ranking: LineRanking, max_chars: int) -> CompactionResult:
+    """Keep ranked lines best first while they fit in ``max_chars`` (the budget contract of
+    :func:`compact_lines`); ``ValueError`` if ``max_chars < 1``."""
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+        raise ValueError(f"max_chars must be a positive int, got {max_chars!r}")
+    lines, header_of = ranking.lines, ranking.header_of
+    dropped = list(ranking.skipped)
     used = 0  # chars of emitted lines plus one separator per line after the first
     kept_band: dict[int, int] = {}
-    for band, _neg_overlap, i in ranked:
+    for band, _neg_overlap, i in ranking.ranked:
         line = lines[i]
         header = header_of[i]
         cost = len(line) + (1 if used else 0)
@@ -212,16 +259,36 @@ def compact_lines(
         kept_band[i] = band
         if add_header:
             kept_band[header] = band
-    dropped.extend(DroppedLine(h, lines[h], REASON_ORPHAN_HEADER) for h in headers if h not in kept_band)
+    dropped.extend(DroppedLine(h, lines[h], REASON_ORPHAN_HEADER) for h in ranking.headers if h not in kept_band)
 
     order = sorted(kept_band)
     kept = tuple(KeptLine(i, lines[i], kept_band[i]) for i in order)
-    text = "\n".join(lines[i] for i in order)
+    text = "\n".join([lines[i] for i in order])
     return CompactionResult(
         text=text,
         kept=kept,
-        dropped=tuple(sorted(dropped)),
+        dropped=tuple(sorted(dropped, key=_position)),  # positions are distinct
         limit=max_chars,
-        input_chars=len(context),
+        input_chars=ranking.input_chars,
         used=len(text),
     )
+
+
+def compact_lines(
+    context: str,
+    *,
+    max_chars: int,
+    question: str = "",
+    open_terms: Iterable[str] = (),
+) -> CompactionResult:
+    """Keep the most useful lines of ``context`` within ``max_chars`` characters.
+
+    Bands: 0 = the line holds a key term of a still-open sub-query (``open_terms``);
+    1 = the line sits in the latest hop block (at or after the last hop header; the whole
+    text when there is none); 2 = the rest. Within a band, lines with more key terms of
+    ``question`` come first, then earlier lines. Raises ``ValueError`` if
+    ``max_chars < 1``. Equal to ``fit_lines(rank_lines(...), max_chars)``.
+    """
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+        raise ValueError(f"max_chars must be a positive int, got {max_chars!r}")
+    return fit_lines(rank_lines(context, question=question, open_terms=open_terms), max_chars)
