@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .compaction import CompactionRequest, CompactionResult, compact_lines
+from .compaction import CompactionRequest, CompactionResult, fit_lines, rank_lines
 from .packing.compactor import PackingCompactor
 
 __all__ = [
@@ -53,15 +53,17 @@ class LineCompactor:
 
     A char budget is passed through; for a token budget the largest char limit whose output
     fits in the tokens is found by bisection (the output only grows with the char limit).
+    The lines are ranked once (:func:`~rootweaver_innovations.compaction.rank_lines`) and
+    fitted to each limit tried (:func:`~rootweaver_innovations.compaction.fit_lines`).
     """
 
     def __call__(self, request: CompactionRequest) -> CompactionResult:
         layout = request.layout
         budget = request.budget
+        ranking = rank_lines(layout.text, question=request.question, open_terms=request.open_terms)
 
         def run(max_chars: int) -> CompactionResult:
-            return compact_lines(layout.text, max_chars=max_chars, question=request.question,
-                                 open_terms=request.open_terms)
+            return fit_lines(ranking, max_chars)
 
         if budget.unit == "chars":
             res = run(budget.limit)
