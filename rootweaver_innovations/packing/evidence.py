@@ -281,16 +281,19 @@ def _sentence_features(problem: PackingProblem, s: _Structure, q: np.ndarray) ->
     when, how_many, who, where, comparison, which = _question_kind(question)
     q_capitals = {w.lower() for w in _CAPITAL.findall(question)[1:]}
     head = [w for w in _WORD.findall(q_low)[1:6] if w not in STOP_WORDS]
+    in_q = q_low.__contains__
+    n_q_capitals, n_head = max(1, len(q_capitals)), max(1, len(head))
+    title_head = [t[:20] if t else None for t in s.titles]
     rows = []
     for text, low, d in zip((c.content for c in cands), s.lowered, doc.tolist()):
         caps, numbers, year, pronoun, born = _parse(text)
-        title = s.titles[d]
+        title = title_head[d]
         rows.append((
-            min(5, sum(w not in q_low for w in caps[1:])) / 5,
-            len(q_capitals.intersection(caps)) / max(1, len(q_capitals)),
-            year, any(m not in q_low for m in numbers), bool(numbers), pronoun, born,
-            bool(title) and low.startswith(title[:20]),
-            sum(w in low for w in head) / max(1, len(head)),
+            min(5, len(caps) - 1 - sum(map(in_q, caps[1:])) if caps else 0) / 5,  # capitals not in the question
+            len(q_capitals.intersection(caps)) / n_q_capitals,
+            year, not all(map(in_q, numbers)), bool(numbers), pronoun, born,
+            title is not None and low.startswith(title),
+            sum(map(low.__contains__, head)) / n_head,
         ))
     new_caps, q_caps, has_year, new_number, digit, pronoun, born, starts_title, head_words = np.array(
         rows, dtype=np.float64
@@ -518,34 +521,32 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     grouped_doc = doc[grouped]
     bounds = np.flatnonzero(np.concatenate(([True], grouped_doc[1:] != grouped_doc[:-1], [True])))
     cost_of, p_of, order = cost.tolist(), p.tolist(), grouped.tolist()
-    grid = np.arange(cap + 1)
-    at = grid + (cap + 1)
     # padded[cap + 1 + w]: most value at used capacity w; the left half (-inf) absorbs w < 0
     padded = np.full(2 * (cap + 1), -np.inf)
     padded[cap + 1] = 0.0
     best = padded[cap + 1:]  # a view
-    trail = []
+    shifted = np.lib.stride_tricks.sliding_window_view(padded, cap + 1)  # shifted[cap + 1 - c][w] = best[w - c]
+    trail: list[tuple[np.ndarray, list[tuple[int, ...]], list[int], list[float]]] = []
     for r in range(len(bounds) - 1):
         members = _options(order[bounds[r]:bounds[r + 1]], cost_of, params)
         d = int(grouped_doc[bounds[r]])
         subsets = [sub for k in range(1, params.max_per_doc + 1) for sub in combinations(members, k)]
         opt_cost = [sum(cost_of[i] for i in sub) for sub in subsets]
         opt_value = [bonus[d] + sum(p_of[i] for i in sub) - len(sub) * params.price for sub in subsets]
-        shift = np.array([min(c, cap + 1) for c in opt_cost])
-        value = padded[at - shift[:, None]]
+        value = shifted[[cap + 1 - min(c, cap + 1) for c in opt_cost]]  # (options, cap + 1), a copy
         value += np.array(opt_value)[:, None]
-        j = value.argmax(axis=0).astype(np.int16)  # at most C(options + 1, 2) + options + 1 subsets
-        top = value[j, grid]
-        better = top > best
-        trail.append((better, j, subsets, opt_cost))
-        np.maximum(best, top, out=best)
+        trail.append((best.copy(), subsets, opt_cost, opt_value))
+        np.maximum(best, value.max(axis=0), out=best)
     w = int(np.argmax(best))
     chosen: list[int] = []
-    for better, j, subsets, opt_cost in reversed(trail):
-        if better[w]:
-            k = int(j[w])
+    after = best
+    for before, subsets, opt_cost, opt_value in reversed(trail):
+        if after[w] > before[w]:  # this document's best option improved capacity w: it was taken
+            gain = [before[w - c] + v if c <= w else -np.inf for c, v in zip(opt_cost, opt_value)]
+            k = gain.index(max(gain))  # the first best option, as argmax over the options picks it
             chosen.extend(subsets[k])
             w -= opt_cost[k]
+        after = before
     return chosen
 
 
