@@ -58,14 +58,14 @@ class Candidate:
             raise ValueError(f"candidate id must be a non-empty str, got {self.id!r}")
         if not isinstance(self.doc_id, str):
             raise ValueError(f"candidate {self.id!r}: doc_id must be a str, got {self.doc_id!r}")
-        if not isinstance(self.text, str) or not self.text.strip():
+        if not isinstance(self.text, str) or not self.text or self.text.isspace():
             raise ValueError(f"candidate {self.id!r}: text must be a str with visible content")
-        _check_int(f"candidate {self.id!r}: position", self.position, 0)
+        if type(self.position) is not int or self.position < 0:  # the common case, checked cheaply
+            _check_int(f"candidate {self.id!r}: position", self.position, 0)
         rel = self.relevance
         if isinstance(rel, bool) or not isinstance(rel, (int, float)) or not math.isfinite(rel) or rel < 0:
             raise ValueError(f"candidate {self.id!r}: relevance must be a finite number >= 0, got {rel!r}")
-        for name in ("version", "source", "body"):
-            value = getattr(self, name)
+        for name, value in (("version", self.version), ("source", self.source), ("body", self.body)):
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"candidate {self.id!r}: {name} must be a str or None, got {value!r}")
 

@@ -47,7 +47,7 @@ from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
-from itertools import combinations
+from itertools import accumulate, chain, combinations
 from pathlib import Path
 from typing import Any
 
@@ -195,28 +195,25 @@ def _structure(problem: PackingProblem) -> _Structure:
         doc_share /= total
 
     doc_list = doc.tolist()
-    titles = [""] * n_doc
-    seen = set()
-    for c, d in zip(cands, doc_list):
-        if d not in seen:
-            seen.add(d)
-            titles[d] = _PAREN.sub("", c.source if c.source is not None else c.doc_id).lower()
+    first_of = dict(zip(reversed(doc_list), range(n - 1, -1, -1)))  # document -> its first candidate
+    titles = [_PAREN.sub("", cands[first_of[d]].source_key).lower() if d in first_of else "" for d in range(n_doc)]
     lowered = [c.content.lower() for c in cands]  # lowercasing may change lengths: offsets from these
     joined = "\n".join(lowered)
-    ends, end = [], 0
-    for t in lowered:
-        end += len(t) + 1
-        ends.append(end)
-    links = np.zeros((n_doc, n_doc), dtype=bool)
-    bridge_out = np.zeros(n)
+    ends = list(accumulate(len(t) + 1 for t in lowered))
+    found: set[tuple[int, int]] = set()  # (sentence, document whose title it names)
     for d, t in enumerate(titles):
         at = joined.find(t) if t else -1
         while at >= 0:
             i = bisect_right(ends, at)
             if doc_list[i] != d and at + len(t) < ends[i]:  # inside one text, of another document
-                bridge_out[i] = 1.0
-                links[doc_list[i], d] = True
-            at = joined.find(t, at + 1)
+                found.add((i, d))
+            at = joined.find(t, ends[i])  # text i is settled either way: a later start there ends later
+    links = np.zeros((n_doc, n_doc), dtype=bool)
+    bridge_out = np.zeros(n)
+    if found:
+        sentence, named = np.array(sorted(found)).T
+        bridge_out[sentence] = 1.0
+        links[doc[sentence], named] = True
     q_low = problem.query.lower()
     title_in_q = np.array([1.0 if t and t in q_low else 0.0 for t in titles])
     return _Structure(rel, positions, doc_best, doc_share, doc_rank, in_doc, titles, lowered, links, bridge_out,
@@ -495,7 +492,7 @@ def answer_likelihood(problem: PackingProblem, model: EvidenceModel | None = Non
 def _options(members: list[int], cost: list[int], params: EvidenceParams) -> list[int]:
     """A document's ``options_per_doc`` best members (``members`` is in ``p`` order) and its cheapest."""
     best = members[: params.options_per_doc]
-    cheapest = min(members, key=lambda i: cost[i])  # first in p order among the cheapest
+    cheapest = min(members, key=cost.__getitem__)  # first in p order among the cheapest
     return best if cheapest in best else [*best, cheapest]
 
 
@@ -519,8 +516,10 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
         among = np.arange(n)
     grouped = among[np.lexsort((among, -p[among], doc[among]))]
     grouped_doc = doc[grouped]
-    bounds = np.flatnonzero(np.concatenate(([True], grouped_doc[1:] != grouped_doc[:-1], [True])))
-    cost_of, p_of, order = cost.tolist(), p.tolist(), grouped.tolist()
+    bounds = np.flatnonzero(np.concatenate(([True], grouped_doc[1:] != grouped_doc[:-1], [True]))).tolist()
+    grouped_doc_of = grouped_doc.tolist()
+    cost_of, p_of, order, bonus_of = cost.tolist(), p.tolist(), grouped.tolist(), bonus.tolist()
+    price = params.price
     # padded[cap + 1 + w]: most value at used capacity w; the left half (-inf) absorbs w < 0
     padded = np.full(2 * (cap + 1), -np.inf)
     padded[cap + 1] = 0.0
@@ -529,10 +528,11 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     trail: list[tuple[np.ndarray, list[tuple[int, ...]], list[int], list[float]]] = []
     for r in range(len(bounds) - 1):
         members = _options(order[bounds[r]:bounds[r + 1]], cost_of, params)
-        d = int(grouped_doc[bounds[r]])
-        subsets = [sub for k in range(1, params.max_per_doc + 1) for sub in combinations(members, k)]
-        opt_cost = [sum(cost_of[i] for i in sub) for sub in subsets]
-        opt_value = [bonus[d] + sum(p_of[i] for i in sub) - len(sub) * params.price for sub in subsets]
+        b = bonus_of[grouped_doc_of[bounds[r]]]
+        pairs = list(combinations(members, 2)) if params.max_per_doc == 2 else []
+        subsets = [(i,) for i in members] + pairs
+        opt_cost = [cost_of[i] for i in members] + [cost_of[i] + cost_of[j] for i, j in pairs]
+        opt_value = [b + p_of[i] - price for i in members] + [b + (p_of[i] + p_of[j]) - 2 * price for i, j in pairs]
         value = shifted[[cap + 1 - min(c, cap + 1) for c in opt_cost]]  # (options, cap + 1), a copy
         value += np.array(opt_value)[:, None]
         trail.append((best.copy(), subsets, opt_cost, opt_value))
@@ -569,14 +569,18 @@ def evidence_policy(problem: PackingProblem, model: EvidenceModel | None = None)
     chosen = set(_cover(p, -params.coverage * np.log1p(-q), problem, params))
     fill = np.lexsort((np.arange(n), -(p + params.fill_evidence * q[problem.doc_index])))
     order: list[int] = []
-    for pass_ in (by_score[[i in chosen for i in by_score]], fill):
-        for i in pass_.tolist():
-            if len(order) == problem.cap:
-                break
-            if not knap.taken[i] and knap.used + knap.marginal_of(i) <= knap.capacity:
-                knap.take(i)
-                order.append(i)
-    return Selection(tuple(order), tuple(float(p[i]) for i in order))
+    taken: set[int] = set()
+    marginal = knap.marginal().tolist()
+    for i in chain([i for i in by_score.tolist() if i in chosen], fill.tolist()):  # the cover, then the fill
+        if len(order) == problem.cap:
+            break
+        if i not in taken and knap.used + marginal[i] <= knap.capacity:
+            knap.take(i)
+            taken.add(i)
+            order.append(i)
+            marginal = knap.marginal().tolist()  # a header paid makes its other candidates cheaper
+    p_of = p.tolist()
+    return Selection(tuple(order), tuple(p_of[i] for i in order))
 
 
 register_policy("evidence", evidence_policy)
