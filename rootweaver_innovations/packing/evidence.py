@@ -533,10 +533,11 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
         subsets = [(i,) for i in members] + pairs
         opt_cost = [cost_of[i] for i in members] + [cost_of[i] + cost_of[j] for i, j in pairs]
         opt_value = [b + p_of[i] - price for i in members] + [b + (p_of[i] + p_of[j]) - 2 * price for i, j in pairs]
-        value = shifted[[cap + 1 - min(c, cap + 1) for c in opt_cost]]  # (options, cap + 1), a copy
-        value += np.array(opt_value)[:, None]
+        # row 0 leaves the document out (shift 0, value 0); row k + 1 takes subsets[k]; a copy
+        value = shifted[[cap + 1, *(cap + 1 - min(c, cap + 1) for c in opt_cost)]]
+        value += np.array([0.0, *opt_value])[:, None]
         trail.append((best.copy(), subsets, opt_cost, opt_value))
-        np.maximum(best, value.max(axis=0), out=best)
+        np.maximum.reduce(value, axis=0, out=best)
     w = int(np.argmax(best))
     chosen: list[int] = []
     after = best

@@ -86,26 +86,23 @@ def query_incidence(query: str, texts: Sequence[str]) -> tuple[tuple[str, ...], 
     if not terms:
         return terms, inc
     lowered = [t.lower() for t in texts]  # may change lengths ("İ" -> 2 chars): use these
-    joined = "\n".join(lowered)  # "\n" is not a word character
-    ends = np.cumsum([len(t) + 1 for t in lowered])
+    joined = "\n" + "\n".join(lowered) + "\n"  # "\n" is not a word character
+    ends = np.cumsum([len(t) + 1 for t in lowered]) + 1
+    find = joined.find
     starts: list[int] = []
     cols: list[int] = []
     for k, term in enumerate(terms):
-        at = joined.find(term)
+        width = len(term)
+        at = find(term)
         while at >= 0:
-            stop = at + len(term)
-            if not (at and _is_word(joined[at - 1])) and not (stop < len(joined) and _is_word(joined[stop])):
+            before, after = joined[at - 1], joined[at + width]
+            if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):  # re's \w
                 starts.append(at)
                 cols.append(k)
-            at = joined.find(term, at + 1)
+            at = find(term, at + 1)
     if starts:
         inc[np.searchsorted(ends, starts, side="right"), cols] = True
     return terms, inc
-
-
-def _is_word(ch: str) -> bool:
-    """``re``'s ``\\w`` for one character: alphanumeric (``str.isalnum``) or underscore."""
-    return ch.isalnum() or ch == "_"
 
 
 def _indices(idx: np.ndarray | Sequence[int] | None) -> np.ndarray | slice:

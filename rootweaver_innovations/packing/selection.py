@@ -151,7 +151,8 @@ def screen(candidates: Sequence[Candidate]) -> Screened:
     for c in candidates:
         if not isinstance(c, Candidate):
             raise ValueError(f"expected Candidate items, got {type(c).__name__}")
-    ranked = sorted(range(len(candidates)), key=lambda i: rank_key(candidates[i], i))
+    keys = [rank_key(c, i) for i, c in enumerate(candidates)]
+    ranked = sorted(range(len(candidates)), key=keys.__getitem__)
     omissions: list[Omission] = []
 
     first_by_id: dict[str, Candidate] = {}
