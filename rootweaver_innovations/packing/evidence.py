@@ -520,34 +520,44 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     grouped_doc_of = grouped_doc.tolist()
     cost_of, p_of, order, bonus_of = cost.tolist(), p.tolist(), grouped.tolist(), bonus.tolist()
     price = params.price
+    tables: list[tuple[list[tuple[int, ...]], list[int], list[float]]] = []  # per document: options
+    for r in range(len(bounds) - 1):
+        members = _options(order[bounds[r]:bounds[r + 1]], cost_of, params)
+        b = bonus_of[grouped_doc_of[bounds[r]]]
+        pairs = list(combinations(members, 2)) if params.max_per_doc == 2 else []
+        opt_cost = [cost_of[i] for i in members] + [cost_of[i] + cost_of[j] for i, j in pairs]
+        opt_value = [b + p_of[i] - price for i in members] + [b + (p_of[i] + p_of[j]) - 2 * price for i, j in pairs]
+        tables.append(([(i,) for i in members] + pairs, opt_cost, opt_value))
+    # Per document, row 0 leaves it out (shift 0, value 0), row k + 1 takes its option k, and
+    # rows past its options pad the table; shift[r, k] indexes `shifted` below.
+    width = 1 + max(len(t[1]) for t in tables)
+    shift = np.array([[cap + 1, *[cap + 1 - min(c, cap + 1) for c in opt_cost], *[cap + 1] * (width - 1 - len(opt_cost))]
+                      for _, opt_cost, _ in tables])
+    gain = np.array([[0.0, *opt_value, *[0.0] * (width - 1 - len(opt_value))] for _, _, opt_value in tables])
     # padded[cap + 1 + w]: most value at used capacity w; the left half (-inf) absorbs w < 0
     padded = np.full(2 * (cap + 1), -np.inf)
     padded[cap + 1] = 0.0
     best = padded[cap + 1:]  # a view
     shifted = np.lib.stride_tricks.sliding_window_view(padded, cap + 1)  # shifted[cap + 1 - c][w] = best[w - c]
-    trail: list[tuple[np.ndarray, list[tuple[int, ...]], list[int], list[float]]] = []
-    for r in range(len(bounds) - 1):
-        members = _options(order[bounds[r]:bounds[r + 1]], cost_of, params)
-        b = bonus_of[grouped_doc_of[bounds[r]]]
-        pairs = list(combinations(members, 2)) if params.max_per_doc == 2 else []
-        subsets = [(i,) for i in members] + pairs
-        opt_cost = [cost_of[i] for i in members] + [cost_of[i] + cost_of[j] for i, j in pairs]
-        opt_value = [b + p_of[i] - price for i in members] + [b + (p_of[i] + p_of[j]) - 2 * price for i, j in pairs]
-        # row 0 leaves the document out (shift 0, value 0); row k + 1 takes subsets[k]; a copy
-        value = shifted[[cap + 1, *(cap + 1 - min(c, cap + 1) for c in opt_cost)]]
-        value += np.array([0.0, *opt_value])[:, None]
-        trail.append((best.copy(), subsets, opt_cost, opt_value))
+    before = np.empty((len(tables), cap + 1))  # before[r]: best before document r
+    for r, (_, opt_cost, _) in enumerate(tables):
+        rows = len(opt_cost) + 1
+        value = shifted[shift[r, :rows]]  # a copy
+        value += gain[r, :rows, None]
+        before[r] = best
         np.maximum.reduce(value, axis=0, out=best)
     w = int(np.argmax(best))
     chosen: list[int] = []
     after = best
-    for before, subsets, opt_cost, opt_value in reversed(trail):
-        if after[w] > before[w]:  # this document's best option improved capacity w: it was taken
-            gain = [before[w - c] + v if c <= w else -np.inf for c, v in zip(opt_cost, opt_value)]
-            k = gain.index(max(gain))  # the first best option, as argmax over the options picks it
+    for r in range(len(tables) - 1, -1, -1):
+        if after[w] > before[r, w]:  # this document's best option improved capacity w: it was taken
+            subsets, opt_cost, opt_value = tables[r]
+            row = before[r]
+            option = [row[w - c] + v if c <= w else -np.inf for c, v in zip(opt_cost, opt_value)]
+            k = option.index(max(option))  # the first best option, as argmax over the options picks it
             chosen.extend(subsets[k])
             w -= opt_cost[k]
-        after = before
+        after = before[r]
     return chosen
 
 
