@@ -242,7 +242,7 @@ def _document_features(problem: PackingProblem, s: _Structure) -> dict[str, np.n
     doc_lines: list[list[str]] = [[] for _ in range(n_doc)]
     for low, d in zip(s.lowered, doc.tolist()):
         doc_lines[d].append(low)
-    caps = np.array([sum(c in text for c in q_caps) / max(1, len(q_caps)) for text in map("\n".join, doc_lines)])
+    caps = np.array([sum(map(text.__contains__, q_caps)) / max(1, len(q_caps)) for text in map("\n".join, doc_lines)])
     return {
         "rank_1": rank == 1,  # retrieval rank (0-based; rank 0 is the base)
         "rank_2": rank == 2,
