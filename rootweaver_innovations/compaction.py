@@ -228,8 +228,11 @@ def _token_hits(lines: list[str], terms: frozenset[str]) -> dict[int, set[str]]:
         at = find(term)
         while at >= 0:
             if joined[at - 1].isspace() and joined[at + width].isspace():
-                hits.setdefault(bisect_right(starts, at) - 1, set()).add(term)
-            at = find(term, at + width)  # tokens of one term never overlap
+                k = bisect_right(starts, at) - 1
+                hits.setdefault(k, set()).add(term)
+                at = find(term, starts[k + 1])  # line k holds the term: on to the next line
+            else:
+                at = find(term, at + width)  # tokens of one term never overlap
     return hits
 
 
