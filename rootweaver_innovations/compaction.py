@@ -196,14 +196,11 @@ def rank_lines(context: str, *, question: str = "", open_terms: Iterable[str] = 
         header_of.append(current)
     latest = current
     hits = _token_hits([lines[i] for i in facts], open_set | query_set)
-    ranked = []
-    for k, i in enumerate(facts):
-        found = hits.get(k)
-        if found is None:
-            ranked.append((1 if i >= latest else 2, 0, i))
-        else:
-            band = 0 if not found.isdisjoint(open_set) else 1 if i >= latest else 2
-            ranked.append((band, -len(query_set.intersection(found)), i))
+    ranked = [(1 if i >= latest else 2, 0, i) for k, i in enumerate(facts) if k not in hits]
+    for k, found in hits.items():
+        i = facts[k]
+        band = 0 if not found.isdisjoint(open_set) else 1 if i >= latest else 2
+        ranked.append((band, -len(query_set.intersection(found)), i))
     ranked.sort()
     return LineRanking(tuple(lines), tuple(headers), tuple(header_of), tuple(skipped), tuple(ranked), len(context))
 
@@ -229,7 +226,11 @@ def _token_hits(lines: list[str], terms: frozenset[str]) -> dict[int, set[str]]:
         while at >= 0:
             if joined[at - 1].isspace() and joined[at + width].isspace():
                 k = bisect_right(starts, at) - 1
-                hits.setdefault(k, set()).add(term)
+                found = hits.get(k)
+                if found is None:
+                    hits[k] = {term}
+                else:
+                    found.add(term)
                 at = find(term, starts[k + 1])  # line k holds the term: on to the next line
             else:
                 at = find(term, at + width)  # tokens of one term never overlap
