@@ -12,6 +12,8 @@ from rootweaver_innovations.compaction import (
     REASON_DUPLICATE,
     REASON_ORPHAN_HEADER,
     compact_lines,
+    fit_lines,
+    rank_lines,
     reasoning_key_terms,
 )
 
@@ -127,3 +129,19 @@ def test_blank_and_duplicate_lines_are_recorded():
 def test_bad_budget_raises(bad):
     with pytest.raises(ValueError, match="max_chars"):
         compact_lines("A | x", max_chars=bad)
+
+
+@PROPS
+@given(contexts, st.lists(budgets, min_size=1, max_size=4), terms, st.text(max_size=40))
+def test_one_ranking_fits_every_budget_as_compact_lines_does(ctx, limits, open_terms, question):
+    ranking = rank_lines(ctx, question=question, open_terms=open_terms)
+    for limit in limits:
+        assert fit_lines(ranking, limit) == compact_lines(ctx, max_chars=limit, question=question, open_terms=open_terms)
+
+
+def test_hits_are_whole_whitespace_tokens_of_the_lowercased_line():
+    ctx = "From query: q\nA | reborn films\nB | Film\u00a0x\nC | new york\nD | the film?"
+    ranking = rank_lines(ctx, open_terms=["FILM", "new york"])
+    # only "Film" (bounded by a no-break space) is a token equal to an open term; a term with
+    # a space is never a token; "films", "reborn" and "film?" are other tokens
+    assert [(band, i) for band, _overlap, i in ranking.ranked if band == 0] == [(0, 2)]
