@@ -12,13 +12,19 @@ relevance, document order, the question), never a label, then packs by an exact 
 1. **Documents** (:func:`document_features`, the model file's ``document`` section): ``q_d``, a logistic
    model of "document ``d`` is needed evidence", from its retrieval rank, relevance, title
    links (its title is named by another document, it names another's title, *second-order*
-   links through a document whose title the question names) and the question's words.
+   links through a document whose title the question names) and the question's words, and
+   the same links without titles: each document's *lead entity* (the capitalised name its
+   first sentence opens with, :func:`_lead_entity`) named by another document or by the
+   question, the hop that retrieved it and how well it matches the sub-query of that hop
+   (``Candidate.hop`` / ``Candidate.sub_query``), so documents with opaque ids keep most of
+   the signal.
 2. **Sentences** (:func:`evidence_features`, the model file's ``sentence`` section): ``p_i``, the share of
    "this sentence holds the answer" among the problem's candidates (a softmax, so the ``p``
    of a problem sum to 1), from relevance, lead / second sentence of its document (a
    Wikipedia paragraph's first sentence names its entity), answer-type cues (years for
    *when*, numbers for *how many*, birth brackets for *who*), new capitalised words, title
-   links, the question's head words, cost and its document's ``q_d``.
+   and lead-entity links, its hop and share of its sub-query's terms, the question's head
+   words, cost and its document's ``q_d``.
 3. **Pack** (:func:`evidence_policy`): maximise
    ``sum_i (p_i - price) + coverage * sum_{d covered} -log(1 - q_d)`` under the token (or
    char) capacity, where each document contributes one or two sentences among its
