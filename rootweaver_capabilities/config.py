@@ -374,12 +374,14 @@ def _type_ok(kind: str, v: Any) -> bool:
 _SHORT = reprlib.Repr()  # keyword arguments need Python 3.12
 _SHORT.maxlevel, _SHORT.maxstring, _SHORT.maxother, _SHORT.maxlong = 2, 80, 80, 40
 _SHORT.maxtuple = _SHORT.maxlist = _SHORT.maxdict = _SHORT.maxset = 4
+_SHOWN_MAX = 160  # chars: nested containers of long keys still repr to 300+ chars
 
 
 def _shown(value: Any) -> str:
     """A bounded, one-line repr of a config value for an error message (huge or deeply
-    nested values are abbreviated with ``...``, never expanded)."""
-    return _SHORT.repr(value)
+    nested values are abbreviated with ``...``, never expanded; at most ``_SHOWN_MAX`` chars)."""
+    text = _SHORT.repr(value)
+    return text if len(text) <= _SHOWN_MAX else text[: _SHOWN_MAX - 3] + "..."
 
 
 def _key_text(key: Any) -> str:

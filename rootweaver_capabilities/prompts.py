@@ -143,6 +143,8 @@ class MalformedReplyError(ValueError):
 
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)```", re.DOTALL)
+# A reply cut off by the output-token limit inside its evidence list: the answer is whole.
+_CUT_REPLY = re.compile(r'\{\s*"answer"\s*:\s*("(?:[^"\\]|\\.)*")\s*,\s*"evidence"\s*:\s*\[([^\]]*)$')
 _ID = re.compile(r"^\s*(?:line\s*|l)?\[?\s*(\d+)\s*\]?\s*$", re.IGNORECASE)
 
 
@@ -171,13 +173,27 @@ def _to_id(item: object) -> int | None:
     return None
 
 
+def _cut_reply(reply: str) -> EvidenceReply | None:
+    """The answer and the ids written in full of a reply that ends inside its evidence list
+    (``{"answer": "x", "evidence": [1, 4,``); ``None`` for any other shape."""
+    m = _CUT_REPLY.search(reply.rstrip())
+    if m is None:
+        return None
+    *whole, _last = m.group(2).split(",")  # the last item may itself be cut ("4" of "45")
+    ids = [_to_id(item.strip().strip('"')) for item in whole]
+    if any(i is None for i in ids):
+        return None
+    return EvidenceReply(str(json.loads(m.group(1))).strip(), tuple(i for i in ids if i is not None))
+
+
 def parse_evidence_reply(reply: str) -> EvidenceReply:
     """Parse an EBG reply; raises :class:`MalformedReplyError`.
 
     Tolerated: code fences, text around the object (the first JSON object wins, fenced
     content first), ids as ints or strings (``3``, ``"3"``, ``"line 3"``, ``"[3]"``), a
-    single id instead of a list, a numeric answer. Not tolerated: no object, no
-    ``answer``, no ``evidence``, or an evidence item that is not an id.
+    single id instead of a list, a numeric answer, and a reply cut off by the token limit
+    inside its evidence list (the ids written in full are kept). Not tolerated: no
+    object, no ``answer``, no ``evidence``, or an evidence item that is not an id.
     """
     fenced = _FENCE.findall(reply)
     obj = None
@@ -186,6 +202,9 @@ def parse_evidence_reply(reply: str) -> EvidenceReply:
         if obj is not None:
             break
     if obj is None:
+        cut = _cut_reply(reply)
+        if cut is not None:
+            return cut
         raise MalformedReplyError("no JSON object", reply)
     if "answer" not in obj or "evidence" not in obj:
         raise MalformedReplyError("JSON object lacks 'answer' or 'evidence'", reply)

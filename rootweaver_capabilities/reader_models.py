@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 MODELS_DIR_ENV = "ROOTWEAVER_MODELS_DIR"
-LLAMA_CPP_PIN = "llama-cpp-python==0.3.36"
+LLAMA_CPP_PIN = "llama-cpp-python[server]==0.3.36"  # [server]: scripts/local_reader.py serves it over HTTP
 # The default native build dies with "Illegal instruction" on VMs whose CPU reports AMX
 # but does not enable it; these flags target plain AVX2 machines. README's install
 # command and .ci/run pass the same string (tests/test_reader_models.py checks it).

@@ -123,7 +123,7 @@ class InputCap:
 
 STRATEGIES: dict[str, Callable[[], Compactor]] = {}
 DEFAULT_STRATEGY = "evidence"
-DEFAULT_BUDGET_TOKENS = 256  # reader tokens: the answer kept in .86 of HotpotQA even-half contexts at a ~7 s reader prompt
+DEFAULT_BUDGET_TOKENS = 160  # reader tokens: on 80 even-half HotpotQA questions the 1.5B reader scores F1 .605 here vs .610 at 256, ~20% faster
 
 
 def register_strategy(name: str, factory: Callable[[], Compactor]) -> None:

@@ -1,14 +1,18 @@
 """Refit the ``evidence`` packer's two models and write ``rootweaver_innovations/data/evidence_model.json``.
 
-Usage: python scripts/fit_evidence_weights.py [--dataset hotpotqa] [--source loop|top5]
-       [--out PATH] [--check]
+Usage: python scripts/fit_evidence_weights.py [--datasets hotpotqa,musique]
+       [--no-opaque-copies] [--source loop|top5] [--out PATH] [--check]
 
-Tuning half only: the even-indexed rows (``rows[0::2]``) of the bundled dev set. Candidates
+Tuning half only: the even-indexed rows (``rows[0::2]``) of each bundled dev set named by
+``--datasets`` (``name:k`` counts that set's problems k times in both fits). Candidates
 are product-shaped: the facts the shipped ``MultiHopRAG`` loop retrieves for each question
 over the open pool of every paragraph of the file (``--source loop``, the default), or the
 BM25 top-5 of the question's own paragraphs (``--source top5``), turned into candidates by
 :func:`~rootweaver_innovations.packing.candidates.fact_candidates`, the function the product
-compactor calls. Labels (used here, offline, never by the policy): a document is a gold
+compactor calls. Unless ``--no-opaque-copies``, every problem is also fitted a second time
+with each title replaced by an opaque id (``doc-<passage id>``, as ``--opaque-titles`` does
+in the evals): what users with their own documents get, so the title-free features carry
+weight. Labels (used here, offline, never by the policy): a document is a gold
 paragraph; a sentence contains the normalised answer.
 
 1. Documents: L2-regularised logistic regression (penalty ||w||^2 / (2C), C = 1, bias
@@ -18,14 +22,16 @@ paragraph; a sentence contains the normalised answer.
    the non-yes/no questions with at least one answer sentence; features standardised,
    penalty ``l2 * ||w||^2`` (l2 = 10) on the standardised scale, L-BFGS.
 
-Writes the model file (weights by feature name, packing parameters, provenance: data, rows,
-source, date, command). ``--check`` only prints the largest difference to the shipped file.
+Writes the model file (weights by feature name, the packing parameters kept from the file at
+``--out`` when it exists, provenance: data, rows, source, date, command). ``--check`` only
+prints the largest difference to the shipped file.
 Deterministic (same data, same weights).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import sys
@@ -41,11 +47,18 @@ from rootweaver_innovations.diagnostics import answer_in_context
 from rootweaver_innovations.multihop import MultiHopRAG
 from rootweaver_innovations.packing import Budget, EvidenceModel, default_token_counter, fact_candidates, pack
 from rootweaver_innovations.packing import register_policy
-from rootweaver_innovations.packing.evidence import MODEL_FILE, _document_features, _structure, evidence_features
+from rootweaver_innovations.packing.evidence import (
+    MODEL_FILE,
+    EvidenceParams,
+    _document_features,
+    _structure,
+    evidence_features,
+)
 from rootweaver_innovations.packing.policies import POLICIES, PackingProblem, Selection
 from rootweaver_innovations.retrieval import BM25Retriever
 
 SHIPPED = Path(__file__).resolve().parent.parent / "rootweaver_innovations" / "data" / MODEL_FILE
+DEFAULT_DATASETS = "hotpotqa,musique"  # chosen on the even rows (docs/results.md section 0)
 _CAPTURED: list[PackingProblem] = []
 
 
@@ -95,25 +108,46 @@ def fit_conditional_logit(groups: list[tuple[np.ndarray, np.ndarray]], l2: float
     return res.x / sd
 
 
-def _problems(rows, source: str, budget: Budget):
-    """(row, gold ids, captured problem) for each row with candidates, product-shaped."""
+def _opaque(facts):
+    """The same facts with every title replaced by an opaque id (``doc-<passage id>``)."""
+    return [dataclasses.replace(f, title=f"doc-{f.passage_id}") for f in facts]
+
+
+def _problems(rows, source: str, budget: Budget, opaque_copies: bool):
+    """(row, gold ids, captured problem) for each row with candidates, product-shaped; with
+    ``opaque_copies`` each row a second time with opaque titles."""
     out = []
     if source == "loop":
         pool = build_open_pool(rows)
         rag = MultiHopRAG(BM25Retriever(pool.passages))
-        items = [(row, pool.gold[i], fact_candidates(row.question, rag.multi_hop_search(row.question).facts))
-                 for i, row in enumerate(rows)]
+        items = [(row, pool.gold[i], rag.multi_hop_search(row.question).facts) for i, row in enumerate(rows)]
     else:
         items = []
         for row in rows:
             own = build_open_pool([row])
-            _facts, cands = retrieved_candidates(row.question, BM25Retriever(own.passages).search(row.question, TOP_K))
-            items.append((row, own.gold[0], cands))
-    for row, gold, cands in items:
-        if cands:
-            _CAPTURED.clear()
-            pack("_capture_problem", cands, row.question, budget)
-            out.append((row, gold, _CAPTURED[0]))
+            facts, _cands = retrieved_candidates(row.question, BM25Retriever(own.passages).search(row.question, TOP_K))
+            items.append((row, own.gold[0], facts))
+    variants = (False, True) if opaque_copies else (False,)
+    for opaque in variants:
+        for row, gold, facts in items:
+            cands = fact_candidates(row.question, _opaque(facts) if opaque else facts)
+            if cands:
+                _CAPTURED.clear()
+                pack("_capture_problem", cands, row.question, budget)
+                out.append((row, gold, _CAPTURED[0]))
+    return out
+
+
+def _dataset_weights(text: str) -> list[tuple[str, int]]:
+    """``"hotpotqa,musique:2"`` -> ``[("hotpotqa", 1), ("musique", 2)]``."""
+    out = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, k = part.partition(":")
+        if name not in DATASETS or (k and (not k.isdigit() or int(k) < 1)):
+            raise argparse.ArgumentTypeError(f"expected names of {sorted(DATASETS)} with optional :k, got {part!r}")
+        out.append((name, int(k) if k else 1))
+    if not out:
+        raise argparse.ArgumentTypeError("no dataset named")
     return out
 
 
@@ -124,7 +158,10 @@ def _named(columns: dict[str, np.ndarray], rows: int) -> tuple[list[str], np.nda
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", choices=sorted(DATASETS), default="hotpotqa")
+    ap.add_argument("--datasets", type=_dataset_weights, default=_dataset_weights(DEFAULT_DATASETS),
+                    help=f"comma list of name[:k] (default {DEFAULT_DATASETS})")
+    ap.add_argument("--no-opaque-copies", dest="opaque_copies", action="store_false",
+                    help="fit on titled candidates only")
     ap.add_argument("--source", choices=("loop", "top5"), default="loop")
     ap.add_argument("--doc-c", type=float, default=1.0)
     ap.add_argument("--l2", type=float, default=10.0)
@@ -134,12 +171,17 @@ def main() -> None:
     if "_capture_problem" not in POLICIES:
         register_policy("_capture_problem", _capture)
     budget = Budget.tokens(160, default_token_counter())
-    try:
-        all_rows = load_qa_rows(DEFAULT_DATA_ROOT / DATASETS[args.dataset])
-    except CorpusError as exc:
-        ap.error(str(exc))
-    rows = all_rows[0::2]
-    captured = _problems(rows, args.source, budget)
+    captured, used = [], []
+    for name, k in args.datasets:
+        try:
+            all_rows = load_qa_rows(DEFAULT_DATA_ROOT / DATASETS[name])
+        except CorpusError as exc:
+            ap.error(str(exc))
+        rows = all_rows[0::2]
+        captured += _problems(rows, args.source, budget, args.opaque_copies) * k
+        used.append(f"evals/data/{DATASETS[name]}: even-indexed rows 0, 2, ... ({len(rows)} of {len(all_rows)})"
+                    + (f", counted {k} times" if k > 1 else ""))
+    params = EvidenceModel.load(args.out).params if args.out.is_file() else EvidenceParams()
 
     doc_x, doc_y, doc_names = [], [], None
     for _row, gold, pr in captured:
@@ -168,16 +210,18 @@ def main() -> None:
         document_weights={n: round(float(v), 4) for n, v in zip(doc_names, w_doc)},
         document_bias=round(float(b_doc), 4),
         sentence_weights={n: round(float(v), 4) for n, v in zip(sent_names, w_sent)},
+        params=params,
         provenance={
-            "data": f"evals/data/{DATASETS[args.dataset]}",
-            "rows": f"even-indexed rows 0, 2, ... ({len(rows)} of {len(all_rows)})",
+            "data": used,
+            "rows": "even-indexed rows only (the odd rows are held out)",
             "candidates": f"{args.source}: " + ("MultiHopRAG facts over the open pool" if args.source == "loop"
                                                 else f"BM25 top-{TOP_K} of the question's own paragraphs")
-            + ", packing.candidates.fact_candidates",
+            + ", packing.candidates.fact_candidates"
+            + (", each problem also with opaque titles (doc-<passage id>)" if args.opaque_copies else ""),
             "fit": {"problems": len(captured), "documents": int(sum(map(len, doc_y))), "answer_groups": len(groups),
                     "doc_c": args.doc_c, "l2": args.l2},
-            "params": "EvidenceParams defaults: coverage, price and fill_evidence chosen on the even rows "
-                      "(product path, HotpotQA, 160 tokens and half the off context's median; docs/results.md)",
+            "params": "kept from the previous model file: coverage, price and fill_evidence chosen on the even "
+                      "rows (product path, 160 tokens and half the off context's median; docs/results.md)",
             "command": "python " + " ".join(["scripts/fit_evidence_weights.py", *sys.argv[1:]]),
             "date": datetime.date.today().isoformat(),
         },

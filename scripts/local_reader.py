@@ -38,9 +38,14 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from rootweaver_capabilities.reader_models import LLAMA_CPP_CMAKE_ARGS, MODELS, ModelSetupError, assemble_model
-from rootweaver_capabilities.reader_models import LLAMA_CPP_PIN as PACKAGE_PIN
-from rootweaver_capabilities.reader_models import default_models_dir
+from rootweaver_capabilities.reader_models import (
+    LLAMA_CPP_CMAKE_ARGS,
+    LLAMA_CPP_PIN,
+    MODELS,
+    ModelSetupError,
+    assemble_model,
+    default_models_dir,
+)
 
 __all__ = ["main"]
 
@@ -48,11 +53,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PID_FILE = REPO_ROOT / ".cache" / "llm-server.pid"
 DEFAULT_LOG_FILE = REPO_ROOT / ".cache" / "llm-server.log"
 
-LLAMA_CPP_PIN = PACKAGE_PIN.replace("==", "[server]==", 1)
-
-
 _PROBE = (
-    "import sys, llama_cpp, llama_cpp.server\n"
+    "import sys, llama_cpp, llama_cpp.server, uvicorn\n"  # uvicorn: the server's runtime dependency
     "llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=64, n_threads=1, verbose=False)\n"
     "llm('Hi', max_tokens=1)\n"
 )

@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.strategies import STRATEGIES
+from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, STRATEGIES
 from rootweaver_capabilities.config import (
     CAPABILITY_FLAG,
     ConfigError,
@@ -40,7 +40,7 @@ def test_shipped_yaml_sets_every_knob_to_its_default():
     assert set(_flatten(raw)) == {key for key, _, _ in knob_reference()}
     cfg = MultiHopConfig.from_yaml(SHIPPED)
     assert cfg == MultiHopConfig()
-    assert cfg.compaction.enabled is False and (cfg.compaction.unit, cfg.compaction.budget) == ("tokens", 256)
+    assert cfg.compaction.enabled is False and (cfg.compaction.unit, cfg.compaction.budget) == ("tokens", DEFAULT_BUDGET_TOKENS)
     assert cfg.flags.capability_flag == CAPABILITY_FLAG
     assert cfg.source == str(SHIPPED)
 
@@ -109,7 +109,7 @@ def test_missing_keys_and_an_empty_file_take_defaults(tmp_path):
     empty.write_text("")
     assert MultiHopConfig.from_yaml(empty) == MultiHopConfig()
     partial = MultiHopConfig.from_mapping({"compaction": {"enabled": True}})
-    assert partial.compaction.enabled and partial.compaction.budget == 256
+    assert partial.compaction.enabled and partial.compaction.budget == DEFAULT_BUDGET_TOKENS
 
 
 def test_an_int_is_accepted_for_a_float_knob():

@@ -12,10 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import budgets, candidate_lists, queries
 
-from rootweaver_innovations.packing import POLICIES, Budget, Candidate, EvidenceModel, pack
+from rootweaver_innovations.packing import POLICIES, Budget, Candidate, EvidenceModel, fact_candidates, pack
 from rootweaver_innovations.packing.evidence import (
     EvidenceParams,
     _cover,
+    _lead_entity,
     answer_likelihood,
     document_features,
     document_likelihood,
@@ -25,6 +26,7 @@ from rootweaver_innovations.packing.evidence import (
 from rootweaver_innovations.packing.budget import Knapsack
 from rootweaver_innovations.packing.objective import query_incidence
 from rootweaver_innovations.packing.policies import PackingProblem
+from rootweaver_innovations.records import Fact
 
 
 def _titled(cands: list[Candidate], titled: list[bool]) -> list[Candidate]:
@@ -144,6 +146,50 @@ def test_a_document_the_question_names_and_the_one_it_links_to_are_likelier_evid
     problem = _problem(cands, "When did the stadium of Alpha Club open?", Budget.tokens(100))
     q = document_likelihood(problem)
     assert q[0] > q[1] and q[2] > q[1]
+
+
+def test_without_titles_the_lead_entities_still_link_the_documents():
+    # The same three documents with opaque ids as titles: A's lead entity is in the question
+    # and A names B's lead entity ("Beta Park"); the title links are all off.
+    cands = [
+        Candidate("a0", "A", "Alpha Club is a football club that plays at Beta Park.", 0, 2.0, source="doc-1"),
+        Candidate("c0", "C", "Gamma is a football club in another town.", 1, 0.3, source="doc-2"),
+        Candidate("b0", "B", "Beta Park is a stadium opened in 1921.", 2, 0.3, source="doc-3"),
+    ]
+    problem = _problem(cands, "When did the stadium of Alpha Club open?", Budget.tokens(100))
+    feats = document_features(problem)
+    assert feats["title_in_question"].tolist() == [False, False, False]  # titles say nothing
+    assert feats["entity_in_question"].tolist() == [1.0, 0.0, 0.0]
+    assert feats["entity_named_by_other"].tolist() == [False, False, True]
+    assert feats["entity_names_other"].tolist() == [True, False, False]
+    assert document_likelihood(problem)[0] > 0.5  # the document the question names
+
+
+@pytest.mark.parametrize(
+    ("text", "entity"),
+    [("The Oberoi Group is a hotel company.", "oberoi group"), ("Arthur's Magazine (1844–1846) was a", "arthur's magazine"),
+     ("University of Notre Dame du Lac, is", "university of notre dame du lac"), ("He was born in 1950.", ""),
+     ("In 1912, the Republic was founded.", ""), ("Fort Dodge is a city.", "fort dodge"), ("", "")],
+)
+def test_the_lead_entity_is_the_capitalised_name_a_sentence_opens_with(text, entity):
+    assert _lead_entity(text) == entity
+
+
+def test_hop_and_sub_query_come_from_the_fact_and_feed_the_follow_up_features():
+    facts = [Fact("p1", "doc-p1", "Anna Benson is a model, the ex-wife of Kris Benson.", 0, hop=0,
+                  sub_query="What team was Anna Benson's husband on?"),
+             Fact("p2", "doc-p2", "Benson was drafted by the Pittsburgh Pirates in 1996.", 0, hop=1,
+                  sub_query="Kris Benson team husband")]
+    cands = fact_candidates("What team was Anna Benson's husband on?", facts)
+    assert [(c.hop, c.sub_query) for c in cands] == [(f.hop, f.sub_query) for f in facts]
+    problem = _problem(cands, "What team was Anna Benson's husband on?", Budget.tokens(100))
+    doc = document_features(problem)
+    assert doc["hop_1"].tolist() == [False, True] and doc["hop_2+"].tolist() == [False, False]
+    sent = evidence_features(problem, document_likelihood(problem))
+    assert sent["sub_query_entity"].tolist() == [0.0, 0.0]  # "kris benson" is not in the second sentence
+    assert sent["sub_query_coverage"][1] > 0  # "team" of the sub-query is not; "benson" is
+    with pytest.raises(ValueError, match="hop"):
+        dataclasses.replace(cands[0], hop=-1)
 
 
 @pytest.mark.parametrize(

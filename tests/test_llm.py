@@ -263,6 +263,9 @@ def test_number_context_numbers_fact_lines_only():
     ('```json\n{"answer": "Frank Herbert", "evidence": ["1", "line 2"]}\n```', ("Frank Herbert", (1, 2))),
     ('Here you go: {"answer": 1965, "evidence": 1} hope it helps {"answer": "x"}', ("1965", (1,))),
     ('{"answer": true, "evidence": ["[2]", 3.0]}', ("yes", (2, 3))),
+    ('```json\n{\n  "answer": "October 10, 2010",\n  "evidence": [1, 4,', ("October 10, 2010", (1, 4))),
+    ('{"answer": "a \\"b\\"", "evidence": [12, "3", 45', ('a "b"', (12, 3))),
+    ('{"answer": "x", "evidence": [', ("x", ())),
 ])
 def test_parse_evidence_reply_tolerates_common_shapes(reply, expected):
     parsed = parse_evidence_reply(reply)
@@ -272,6 +275,7 @@ def test_parse_evidence_reply_tolerates_common_shapes(reply, expected):
 @pytest.mark.parametrize("reply", [
     "Frank Herbert", '{"answer": "x"}', '{"evidence": [1]}', '{"answer": "x", "evidence": ["one"]}',
     '{"answer": ["x"], "evidence": [1]}', '{"answer": "x", "evidence": [true]}', "{not json}",
+    '{"answer": "x", "evid', '{"answer": "cut off', '{"answer": "x", "evidence": [one, 2',
 ])
 def test_parse_evidence_reply_rejects_malformed(reply):
     with pytest.raises(MalformedReplyError) as info:
@@ -288,6 +292,17 @@ def test_parse_evidence_reply_round_trips(answer, ids, prose, fenced):
     parsed = parse_evidence_reply(reply)
     assert parsed == parse_evidence_reply(body)
     assert (parsed.answer, parsed.evidence) == (answer.strip(), tuple(ids))
+
+
+@settings(max_examples=300, deadline=None)
+@given(answer=st.text(max_size=40), ids=st.lists(st.integers(0, 10_000), max_size=8), data=st.data())
+def test_a_reply_cut_inside_its_evidence_keeps_the_answer_and_a_prefix_of_the_ids(answer, ids, data):
+    body = json.dumps({"answer": answer, "evidence": ids})
+    start = body.index('"evidence": [') + len('"evidence": [')
+    cut = body[: data.draw(st.integers(start, len(body) - 2))]  # ends before the closing "]"
+    parsed = parse_evidence_reply(cut)
+    assert parsed.answer == answer.strip()
+    assert parsed.evidence == tuple(ids[: len(parsed.evidence)])
 
 
 def test_malformed_reply_is_retried_once_then_reported():

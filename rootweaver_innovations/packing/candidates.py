@@ -41,6 +41,8 @@ class Candidate:
     query (higher is better). ``source`` and ``version`` are optional provenance: two
     version labels for one source (``source``, or ``doc_id`` when ``source`` is None)
     among the candidates block that source (see :mod:`rootweaver_innovations.packing.selection`).
+    ``hop`` (0-based loop iteration that retrieved it) and ``sub_query`` (the query that
+    hop issued) are optional retrieval provenance, read by the ``evidence`` packer.
     Invalid fields raise ``ValueError``.
     """
 
@@ -52,6 +54,8 @@ class Candidate:
     version: str | None = None
     source: str | None = None
     body: str | None = None
+    hop: int | None = None
+    sub_query: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
@@ -65,7 +69,10 @@ class Candidate:
         rel = self.relevance
         if isinstance(rel, bool) or not isinstance(rel, (int, float)) or not math.isfinite(rel) or rel < 0:
             raise ValueError(f"candidate {self.id!r}: relevance must be a finite number >= 0, got {rel!r}")
-        for name, value in (("version", self.version), ("source", self.source), ("body", self.body)):
+        if self.hop is not None and (type(self.hop) is not int or self.hop < 0):
+            _check_int(f"candidate {self.id!r}: hop", self.hop, 0)
+        for name, value in (("version", self.version), ("source", self.source), ("body", self.body),
+                            ("sub_query", self.sub_query)):
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"candidate {self.id!r}: {name} must be a str or None, got {value!r}")
 
@@ -177,7 +184,7 @@ def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
     the budget pays for), ``body`` its sentence with whitespace folded, ``doc_id`` the passage id, ``source``
     the title, ``position`` the fact's index in ``facts`` (the loop's hop and rank order),
     ``relevance`` :func:`okapi_scores` of ``title + sentence`` against ``question``, clipped at
-    0. Facts whose sentence is blank are skipped. The product's compactors, the packing eval
+    0; ``hop`` and ``sub_query`` the fact's. Facts whose sentence is blank are skipped. The product's compactors, the packing eval
     and the evidence model's fitting script all build candidates here.
     """
     items = [f for f in facts if f.body]
@@ -185,7 +192,7 @@ def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
     return [
         Candidate(
             id=f"{f.passage_id}#{f.sentence_index}", doc_id=f.passage_id, text=f.line, position=k,
-            relevance=max(0.0, score), source=f.title, body=f.body,
+            relevance=max(0.0, score), source=f.title, body=f.body, hop=f.hop, sub_query=f.sub_query,
         )
         for k, (f, score) in enumerate(zip(items, scores))
     ]

@@ -12,13 +12,19 @@ relevance, document order, the question), never a label, then packs by an exact 
 1. **Documents** (:func:`document_features`, the model file's ``document`` section): ``q_d``, a logistic
    model of "document ``d`` is needed evidence", from its retrieval rank, relevance, title
    links (its title is named by another document, it names another's title, *second-order*
-   links through a document whose title the question names) and the question's words.
+   links through a document whose title the question names) and the question's words, and
+   the same links without titles: each document's *lead entity* (the capitalised name its
+   first sentence opens with, :func:`_lead_entity`) named by another document or by the
+   question, the hop that retrieved it and how well it matches the sub-query of that hop
+   (``Candidate.hop`` / ``Candidate.sub_query``), so documents with opaque ids keep most of
+   the signal.
 2. **Sentences** (:func:`evidence_features`, the model file's ``sentence`` section): ``p_i``, the share of
    "this sentence holds the answer" among the problem's candidates (a softmax, so the ``p``
    of a problem sum to 1), from relevance, lead / second sentence of its document (a
    Wikipedia paragraph's first sentence names its entity), answer-type cues (years for
    *when*, numbers for *how many*, birth brackets for *who*), new capitalised words, title
-   links, the question's head words, cost and its document's ``q_d``.
+   and lead-entity links, its hop and share of its sub-query's terms, the question's head
+   words, cost and its document's ``q_d``.
 3. **Pack** (:func:`evidence_policy`): maximise
    ``sum_i (p_i - price) + coverage * sum_{d covered} -log(1 - q_d)`` under the token (or
    char) capacity, where each document contributes one or two sentences among its
@@ -54,6 +60,7 @@ from typing import Any
 import numpy as np
 
 from ..compaction import STOP_WORDS
+from ..retrieval import bm25_tokenize
 from .policies import PackingProblem, Selection, register_policy
 
 __all__ = [
@@ -72,6 +79,9 @@ _CAPITAL = re.compile(r"\b[A-Z][\w'\-]*")
 _PRONOUN = re.compile(r"^(?:He|She|It|They|His|Her|Its|Their|This|These)\b")
 _PAREN = re.compile(r"\s*\(.*\)$")
 _WORD = re.compile(r"\w+")
+_ENTITY_SKIP = frozenset({"the", "a", "an"})  # dropped at the start of a lead entity
+_ENTITY_JOIN = frozenset({"of", "de", "the", "and", "von", "van", "der", "da", "del", "la", "le", "du", "&"})
+_ENTITY_MIN = 4  # chars: shorter lead entities ("He", "It", "U.S") are not matched
 _Q_CLIP = 1e-4  # q_d is kept in [1e-4, 1 - 1e-4] so that -log(1 - q_d) stays finite
 MODEL_FILE = "evidence_model.json"
 MODEL_FORMAT = 1
@@ -95,7 +105,7 @@ class EvidenceParams:
     ``ValueError``.
     """
 
-    coverage: float = 0.6
+    coverage: float = 0.4
     price: float = 0.02
     fill_evidence: float = 0.02
     options_per_doc: int = 3
@@ -152,6 +162,67 @@ def _parse(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool, boo
     return _parse_cached(text) if len(text) <= _PARSE_CACHEABLE else _parse_cached.__wrapped__(text)
 
 
+def _lead_entity(text: str) -> str:
+    """The leading run of capitalised words of ``text`` (lowercased), the name a lead sentence
+    is about when it has no title: ``"The Oberoi Group is ..."`` gives ``"oberoi group"``.
+    Lowercase joiners (of, de, van, ...) are kept between capitalised words; a run shorter than
+    ``_ENTITY_MIN`` chars, a pronoun or a leading stop word gives ``""``."""
+    words = text.split()
+    out: list[str] = []
+    pending: list[str] = []
+    for k, raw in enumerate(words):
+        w = raw.strip(",;:\"“”()")
+        if not w or raw.startswith("("):
+            break
+        if k == 0 and w.lower() in _ENTITY_SKIP:
+            continue
+        if not out and w.lower() in STOP_WORDS:  # "In 1912, ...", "As the ...": no name leads
+            return ""
+        if w[0].isupper() or w[0].isdigit():
+            out.extend(pending)
+            pending = []
+            out.append(w)
+            if raw != w and not raw.endswith("'s"):  # punctuation ends the name
+                break
+        elif out and w.lower() in _ENTITY_JOIN:
+            pending.append(w)
+        else:
+            break
+    name = " ".join(out).lower()
+    if len(name) < _ENTITY_MIN or _PRONOUN.match(" ".join(out)):
+        return ""
+    return name
+
+
+def _sub_entity(sub_query: str | None, query: str) -> str:
+    """The entity a follow-up sub-query leads with (``""`` for the question itself or none)."""
+    if not sub_query or sub_query == query:
+        return ""
+    return _lead_entity(sub_query)
+
+
+def _link_matrix(names: list[str], doc_list: list[int], joined: str, ends: list[int], n: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """``(links, out)``: ``links[j, k]`` when a sentence of document j contains document k's
+    name; ``out[i]`` when sentence i contains another document's name."""
+    n_doc = len(names)
+    found: set[tuple[int, int]] = set()  # (sentence, document whose name it holds)
+    for d, t in enumerate(names):
+        at = joined.find(t) if t else -1
+        while at >= 0:
+            i = bisect_right(ends, at)
+            if doc_list[i] != d and at + len(t) < ends[i]:  # inside one text, of another document
+                found.add((i, d))
+            at = joined.find(t, ends[i])  # text i is settled either way: a later start there ends later
+    links = np.zeros((n_doc, n_doc), dtype=bool)
+    out = np.zeros(n)
+    if found:
+        sentence, named = np.array(sorted(found)).T
+        out[sentence] = 1.0
+        links[np.asarray(doc_list)[sentence], named] = True
+    return links, out
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class _Structure:
     """What both models read: per-sentence document facts and the documents' title links."""
@@ -167,6 +238,13 @@ class _Structure:
     links: np.ndarray  # (n_doc, n_doc) bool: document j has a sentence naming document k's title
     bridge_out: np.ndarray  # per sentence: names another document's title
     title_in_q: np.ndarray  # per document
+    entities: list[str]  # per document: the lead entity of its first sentence (see _lead_entity)
+    entity_links: np.ndarray  # (n_doc, n_doc) bool: document j has a sentence naming document k's entity
+    entity_out: np.ndarray  # per sentence: names another document's lead entity
+    entity_in_q: np.ndarray  # per document: its lead entity occurs in the question
+    doc_hop: np.ndarray  # per document: the earliest hop that retrieved it (0 when unknown)
+    sub_entity: np.ndarray  # per sentence: contains the lead entity of the sub-query that retrieved it
+    sub_coverage: np.ndarray  # per sentence: share of its sub-query's terms it contains
 
 
 def _structure(problem: PackingProblem) -> _Structure:
@@ -200,24 +278,34 @@ def _structure(problem: PackingProblem) -> _Structure:
     lowered = [c.content.lower() for c in cands]  # lowercasing may change lengths: offsets from these
     joined = "\n".join(lowered)
     ends = list(accumulate(len(t) + 1 for t in lowered))
-    found: set[tuple[int, int]] = set()  # (sentence, document whose title it names)
-    for d, t in enumerate(titles):
-        at = joined.find(t) if t else -1
-        while at >= 0:
-            i = bisect_right(ends, at)
-            if doc_list[i] != d and at + len(t) < ends[i]:  # inside one text, of another document
-                found.add((i, d))
-            at = joined.find(t, ends[i])  # text i is settled either way: a later start there ends later
-    links = np.zeros((n_doc, n_doc), dtype=bool)
-    bridge_out = np.zeros(n)
-    if found:
-        sentence, named = np.array(sorted(found)).T
-        bridge_out[sentence] = 1.0
-        links[doc[sentence], named] = True
+    links, bridge_out = _link_matrix(titles, doc_list, joined, ends, n)
     q_low = problem.query.lower()
     title_in_q = np.array([1.0 if t and t in q_low else 0.0 for t in titles])
+
+    entities = [""] * n_doc
+    lead_of = np.flatnonzero(in_doc == 0)
+    for i in lead_of.tolist():
+        entities[doc_list[i]] = _lead_entity(cands[i].content)
+    entity_links, entity_out = _link_matrix(entities, doc_list, joined, ends, n)
+    entity_in_q = np.array([1.0 if e and e in q_low else 0.0 for e in entities])
+    doc_hop = np.full(n_doc, np.iinfo(np.int64).max)
+    hops = np.fromiter((c.hop or 0 for c in cands), dtype=np.int64, count=n)
+    np.minimum.at(doc_hop, doc, hops)
+    sub_entity = np.zeros(n)
+    sub_coverage = np.zeros(n)
+    terms_of: dict[str, set[str]] = {}
+    for i, c in enumerate(cands):
+        sq = c.sub_query or problem.query
+        if sq not in terms_of:
+            terms_of[sq] = set(bm25_tokenize(sq))
+        terms = terms_of[sq]
+        if terms:
+            sub_coverage[i] = len(terms.intersection(bm25_tokenize(c.content))) / len(terms)
+        ent = _sub_entity(c.sub_query, problem.query)
+        sub_entity[i] = 1.0 if ent and ent in lowered[i] else 0.0
     return _Structure(rel, positions, doc_best, doc_share, doc_rank, in_doc, titles, lowered, links, bridge_out,
-                      title_in_q)
+                      title_in_q, entities, entity_links, entity_out, entity_in_q, doc_hop.astype(np.float64),
+                      sub_entity, sub_coverage)
 
 
 def _document_features(problem: PackingProblem, s: _Structure) -> dict[str, np.ndarray]:
@@ -243,6 +331,13 @@ def _document_features(problem: PackingProblem, s: _Structure) -> dict[str, np.n
     for low, d in zip(s.lowered, doc.tolist()):
         doc_lines[d].append(low)
     caps = np.array([sum(map(text.__contains__, q_caps)) / max(1, len(q_caps)) for text in map("\n".join, doc_lines)])
+    ent_named_by = s.entity_links.any(axis=0)
+    eq = s.entity_in_q.astype(bool)
+    ent_named_by_q = s.entity_links[eq].any(axis=0)
+    doc_sub_entity = np.zeros(n_doc)
+    np.maximum.at(doc_sub_entity, doc, s.sub_entity)
+    doc_sub_cov = np.zeros(n_doc)
+    np.maximum.at(doc_sub_cov, doc, s.sub_coverage)
     return {
         "rank_1": rank == 1,  # retrieval rank (0-based; rank 0 is the base)
         "rank_2": rank == 2,
@@ -260,6 +355,15 @@ def _document_features(problem: PackingProblem, s: _Structure) -> dict[str, np.n
         "names_other_x_title_in_question": names & tq,
         "named_by_question_document": named_by_q,  # named by a document whose title the question names
         "names_question_document": names_q,  # names the title of a document the question names
+        # title-free: the same links through each document's lead entity (see _lead_entity)
+        "entity_named_by_other": ent_named_by,  # its lead entity occurs in another document's sentence
+        "entity_names_other": s.entity_links.any(axis=1),  # names another document's lead entity
+        "entity_in_question": s.entity_in_q,  # its lead entity occurs in the question
+        "entity_named_by_question_document": ent_named_by_q,  # named by a document whose entity the question names
+        "hop_1": s.doc_hop == 1,  # retrieved first by the loop's first follow-up hop
+        "hop_2+": s.doc_hop >= 2,
+        "sub_query_entity": doc_sub_entity,  # a sentence holds the entity its sub-query leads with
+        "sub_query_coverage": doc_sub_cov,  # its best sentence's share of its sub-query's terms
     }
 
 
@@ -303,6 +407,7 @@ def _sentence_features(problem: PackingProblem, s: _Structure, q: np.ndarray) ->
     not_in_q = 1.0 - s.title_in_q[doc]
     doc_rank = s.doc_rank
     wh = float(which or who)
+    ent_in = s.entity_links.any(axis=0)[doc].astype(np.float64)
     return {
         "relevance": s.rel,  # relevance / max relevance
         "relevance_rank": 1.0 / (1.0 + rank),  # rank by relevance
@@ -344,6 +449,15 @@ def _sentence_features(problem: PackingProblem, s: _Structure, q: np.ndarray) ->
         "doc_evidence_title_not_in_question": q_doc * not_in_q,
         "head_words_x_doc_evidence": head_words * q_doc,
         "lead_title_not_in_question_on_which_who": lead * not_in_q * wh,  # a which/what/who question's entity lead
+        # title-free
+        "entity_bridge_out": s.entity_out,  # names another candidate document's lead entity
+        "entity_bridge_in": ent_in,  # its document's lead entity is named by another document
+        "entity_in_question": s.entity_in_q[doc],  # its document's lead entity occurs in the question
+        "lead_entity_not_in_question_on_which_who": lead * (1.0 - s.entity_in_q[doc]) * wh,
+        "doc_hop_1": s.doc_hop[doc] == 1,
+        "doc_hop_2+": s.doc_hop[doc] >= 2,
+        "sub_query_entity": s.sub_entity,  # holds the entity its sub-query leads with
+        "sub_query_coverage": s.sub_coverage,  # share of its sub-query's terms
     }
 
 
