@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from ..compaction import STOP_WORDS
-from ..retrieval import bm25_tokenize
+from .objective import query_incidence
 from .policies import PackingProblem, Selection, register_policy
 
 __all__ = [
@@ -201,23 +201,30 @@ def _sub_entity(sub_query: str | None, query: str) -> str:
     return _lead_entity(sub_query)
 
 
-def _link_matrix(names: list[str], doc_list: list[int], joined: str, ends: list[int], n: int
+def _holders(name: str, joined: str, ends: list[int]) -> list[int]:
+    """The texts of ``joined`` (``"\n"``-joined, text ``i`` ending before ``ends[i]``) that
+    contain ``name``, in order."""
+    out: list[int] = []
+    at = joined.find(name) if name else -1
+    while at >= 0:
+        i = bisect_right(ends, at)
+        if at + len(name) < ends[i]:  # inside text i
+            out.append(i)
+        at = joined.find(name, ends[i])  # text i is settled either way: a later start there ends later
+    return out
+
+
+def _link_matrix(names: list[str], doc_list: list[int], holders: Mapping[str, list[int]], n: int
                  ) -> tuple[np.ndarray, np.ndarray]:
     """``(links, out)``: ``links[j, k]`` when a sentence of document j contains document k's
-    name; ``out[i]`` when sentence i contains another document's name."""
+    name; ``out[i]`` when sentence i contains another document's name. ``holders[name]``
+    lists the sentences containing ``name`` (:func:`_holders`)."""
     n_doc = len(names)
-    found: set[tuple[int, int]] = set()  # (sentence, document whose name it holds)
-    for d, t in enumerate(names):
-        at = joined.find(t) if t else -1
-        while at >= 0:
-            i = bisect_right(ends, at)
-            if doc_list[i] != d and at + len(t) < ends[i]:  # inside one text, of another document
-                found.add((i, d))
-            at = joined.find(t, ends[i])  # text i is settled either way: a later start there ends later
+    found = [(i, d) for d, t in enumerate(names) for i in holders[t] if doc_list[i] != d]
     links = np.zeros((n_doc, n_doc), dtype=bool)
     out = np.zeros(n)
     if found:
-        sentence, named = np.array(sorted(found)).T
+        sentence, named = np.array(found).T
         out[sentence] = 1.0
         links[np.asarray(doc_list)[sentence], named] = True
     return links, out
@@ -278,31 +285,33 @@ def _structure(problem: PackingProblem) -> _Structure:
     lowered = [c.content.lower() for c in cands]  # lowercasing may change lengths: offsets from these
     joined = "\n".join(lowered)
     ends = list(accumulate(len(t) + 1 for t in lowered))
-    links, bridge_out = _link_matrix(titles, doc_list, joined, ends, n)
+    entities = [""] * n_doc
+    for i in np.flatnonzero(in_doc == 0).tolist():
+        entities[doc_list[i]] = _lead_entity(cands[i].content)
+    holders = {t: _holders(t, joined, ends) for t in {*titles, *entities}}  # titles and entities often agree
+    links, bridge_out = _link_matrix(titles, doc_list, holders, n)
     q_low = problem.query.lower()
     title_in_q = np.array([1.0 if t and t in q_low else 0.0 for t in titles])
 
-    entities = [""] * n_doc
-    lead_of = np.flatnonzero(in_doc == 0)
-    for i in lead_of.tolist():
-        entities[doc_list[i]] = _lead_entity(cands[i].content)
-    entity_links, entity_out = _link_matrix(entities, doc_list, joined, ends, n)
+    entity_links, entity_out = _link_matrix(entities, doc_list, holders, n)
     entity_in_q = np.array([1.0 if e and e in q_low else 0.0 for e in entities])
     doc_hop = np.full(n_doc, np.iinfo(np.int64).max)
     hops = np.fromiter((c.hop or 0 for c in cands), dtype=np.int64, count=n)
     np.minimum.at(doc_hop, doc, hops)
     sub_entity = np.zeros(n)
-    sub_coverage = np.zeros(n)
-    terms_of: dict[str, set[str]] = {}
+    entity_of: dict[str | None, str] = {}  # sub-query -> the entity it leads with
+    by_sub: dict[str, list[int]] = {}  # sub-query (the question when unknown) -> its candidates
     for i, c in enumerate(cands):
-        sq = c.sub_query or problem.query
-        if sq not in terms_of:
-            terms_of[sq] = set(bm25_tokenize(sq))
-        terms = terms_of[sq]
-        if terms:
-            sub_coverage[i] = len(terms.intersection(bm25_tokenize(c.content))) / len(terms)
-        ent = _sub_entity(c.sub_query, problem.query)
+        ent = entity_of.get(c.sub_query)
+        if ent is None:
+            ent = entity_of[c.sub_query] = _sub_entity(c.sub_query, problem.query)
         sub_entity[i] = 1.0 if ent and ent in lowered[i] else 0.0
+        by_sub.setdefault(c.sub_query or problem.query, []).append(i)
+    sub_coverage = np.zeros(n)
+    for sq, members in by_sub.items():  # share of the sub-query's bm25 terms among the sentence's
+        terms, inc = query_incidence(sq, [cands[i].content for i in members])
+        if terms:
+            sub_coverage[members] = [k / len(terms) for k in inc.sum(axis=1).tolist()]
     return _Structure(rel, positions, doc_best, doc_share, doc_rank, in_doc, titles, lowered, links, bridge_out,
                       title_in_q, entities, entity_links, entity_out, entity_in_q, doc_hop.astype(np.float64),
                       sub_entity, sub_coverage)
