@@ -5,7 +5,7 @@
 packer already uses, so no second model), then cuts from it the span the question asks
 for: a date or year for *when* questions, a number for *how many/much/long/old*, one of
 the named options for *A or B* questions, else the first capitalised name the question does
-not already contain (the loop's own :func:`~rootweaver_innovations.hops.entity_spans` and
+not already contain (a one-word sentence opener such as "According" only when no other fits) (the loop's own :func:`~rootweaver_innovations.hops.entity_spans` and
 :func:`~rootweaver_innovations.hops.comparison_entities`). With no such span the whole sentence is the answer. The cited line
 is always the sentence's context line, so a reader of the output can check the span.
 """
@@ -47,9 +47,10 @@ def answer_span(question: str, sentence: str) -> str:
         named = [o for o in options if o.lower() in sentence.lower()]
         if named:
             return named[0]
-    for name in entity_spans(sentence, skip_initial=False):
-        if name.lower() not in q:
-            return name
+    for skip_initial in (True, False):  # a one-word sentence opener ("According", "It") only as a last resort
+        for name in entity_spans(sentence, skip_initial=skip_initial):
+            if name.lower() not in q:
+                return name
     return ""
 
 

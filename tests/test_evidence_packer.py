@@ -135,15 +135,21 @@ def test_everything_that_fits_is_kept_whole_and_shares_are_a_distribution():
     assert q.shape == (2,) and np.all((q > 0) & (q < 1))
 
 
+def _stadium_problem(titles: tuple[str, str, str]):
+    """Documents A (named by the question, names B), C (unrelated, ranked second) and B,
+    titled ``titles``; the question asks for B's opening year."""
+    cands = [
+        Candidate("a0", "A", "Alpha Club is a football club that plays at Beta Park.", 0, 2.0, source=titles[0]),
+        Candidate("c0", "C", "Gamma is a football club in another town.", 1, 0.3, source=titles[1]),
+        Candidate("b0", "B", "Beta Park is a stadium opened in 1921.", 2, 0.3, source=titles[2]),
+    ]
+    return _problem(cands, "When did the stadium of Alpha Club open?", Budget.tokens(100))
+
+
 def test_a_document_the_question_names_and_the_one_it_links_to_are_likelier_evidence():
     # A is named by the question and names B; C is an unrelated document ranked second, as
     # relevant as B: the title links must lift B above C.
-    cands = [
-        Candidate("a0", "A", "Alpha Club is a football club that plays at Beta Park.", 0, 2.0, source="Alpha Club"),
-        Candidate("c0", "C", "Gamma is a football club in another town.", 1, 0.3, source="Gamma"),
-        Candidate("b0", "B", "Beta Park is a stadium opened in 1921.", 2, 0.3, source="Beta Park"),
-    ]
-    problem = _problem(cands, "When did the stadium of Alpha Club open?", Budget.tokens(100))
+    problem = _stadium_problem(("Alpha Club", "Gamma", "Beta Park"))
     q = document_likelihood(problem)
     assert q[0] > q[1] and q[2] > q[1]
 
@@ -151,12 +157,7 @@ def test_a_document_the_question_names_and_the_one_it_links_to_are_likelier_evid
 def test_without_titles_the_lead_entities_still_link_the_documents():
     # The same three documents with opaque ids as titles: A's lead entity is in the question
     # and A names B's lead entity ("Beta Park"); the title links are all off.
-    cands = [
-        Candidate("a0", "A", "Alpha Club is a football club that plays at Beta Park.", 0, 2.0, source="doc-1"),
-        Candidate("c0", "C", "Gamma is a football club in another town.", 1, 0.3, source="doc-2"),
-        Candidate("b0", "B", "Beta Park is a stadium opened in 1921.", 2, 0.3, source="doc-3"),
-    ]
-    problem = _problem(cands, "When did the stadium of Alpha Club open?", Budget.tokens(100))
+    problem = _stadium_problem(("doc-1", "doc-2", "doc-3"))
     feats = document_features(problem)
     assert feats["title_in_question"].tolist() == [False, False, False]  # titles say nothing
     assert feats["entity_in_question"].tolist() == [1.0, 0.0, 0.0]

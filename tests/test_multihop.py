@@ -118,6 +118,9 @@ def test_extractive_answer_cites_the_best_sentence_and_cuts_the_span():
     assert answer_span("Where was Ada Lovelace born?", facts[0].sentence) == "London"
     assert answer_span("How many children did she have?", "She had 3 children.") == "3 children"
     assert answer_span("Who is older, Ada Lovelace or Charles Babbage?", "Charles Babbage was born in 1791.") == "Charles Babbage"
+    # a one-word sentence opener is a name only when nothing else in the sentence is
+    assert answer_span("Who carried the brand?", "According to the website, Harvey Nichols carried it.") == "Harvey Nichols"
+    assert answer_span("Who directed Jaws?", "Spielberg directed Jaws in 1975.") == "Spielberg"
 
 
 @pytest.mark.parametrize("kw", [
