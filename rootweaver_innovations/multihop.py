@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .compaction import CompactionRequest, CompactionResult, reasoning_key_terms
-from .context_format import is_header, parse_fact, render_context
+from .context_format import fold_whitespace, render_context
 from .corpus import Passage
 from .hops import (
     REASON_FILL,
@@ -56,9 +56,10 @@ REASON_COVERAGE = "coverage: first open sub-query"
 
 
 class Decomposer(Protocol):
-    """Sub-queries for ``question`` given everything retrieved so far (deterministic)."""
+    """Sub-queries for ``question`` given the facts retrieved so far, in loop order
+    (deterministic; no facts before the first hop)."""
 
-    def __call__(self, question: str, context: str) -> list[str]: ...
+    def __call__(self, question: str, facts: Sequence[Fact]) -> list[str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,12 +128,11 @@ class MultiHopResult:
         return tuple((h.sub_query, h.retrieved_ids) for h in self.hops)
 
 
-def _fact_tokens(context: str) -> set[str]:
-    """Lowercase whitespace tokens of the fact lines (hop headers excluded)."""
+def _fact_tokens(facts: Sequence[Fact]) -> set[str]:
+    """Lowercase whitespace tokens of the facts' context lines (hop headers are not facts)."""
     out: set[str] = set()
-    for line in context.split("\n"):
-        if not is_header(line):
-            out.update(line.lower().split())
+    for f in facts:
+        out.update(f.line.lower().split())
     return out
 
 
@@ -164,33 +164,22 @@ class RuleDecomposer:
 
     max_bridges: int = 2
 
-    def __call__(self, question: str, context: str) -> list[str]:
+    def __call__(self, question: str, facts: Sequence[Fact]) -> list[str]:
         question = " ".join(question.split())
         pair = comparison_entities(question)
         if pair is not None:
             names = {_bare(t) for t in " ".join(pair).lower().split()}
             rest = [t for t in reasoning_key_terms(question) if _bare(t) not in names]
             return [" ".join([e, *rest]) for e in pair]
-        return [question, *self._bridges(question, context)]
+        return [question, *self._bridges(question, facts)]
 
-    def _bridges(self, question: str, context: str) -> list[str]:
-        if not context:
+    def _bridges(self, question: str, facts: Sequence[Fact]) -> list[str]:
+        if not facts:
             return []
         q_lower = question.lower()
         q_terms = reasoning_key_terms(question)
-        titles: set[str] = set()
-        first_block: list[str] = []
-        block = 0
-        for line in context.split("\n"):
-            if is_header(line):
-                block += 1
-                continue
-            parsed = parse_fact(line)
-            if parsed is None:
-                continue
-            titles.add(parsed[0].lower())
-            if block == 1:
-                first_block.append(parsed[1])
+        titles = {fold_whitespace(f.title).lower() for f in facts}
+        first_block = [f.body for f in facts if f.hop == 0]  # what the question itself retrieved
         scored = sorted(
             enumerate(first_block),
             key=lambda p: (-len(set(q_terms).intersection(p[1].lower().split())), p[0]),
@@ -268,14 +257,14 @@ class MultiHopRAG:
         if self.title_index is None:
             self.title_index = TitleIndex(getattr(self.retriever, "passages", ()))
 
-    def _decompose_query(self, question: str, context: str) -> list[str]:
-        return self.decomposer(question, context)
+    def _decompose_query(self, question: str, facts: Sequence[Fact]) -> list[str]:
+        return self.decomposer(question, facts)
 
     def _select_next_query(
-        self, sub_queries: Sequence[str], context: str, asked: set[str]
+        self, sub_queries: Sequence[str], facts: Sequence[Fact], asked: set[str]
     ) -> tuple[str | None, str]:
         """Next open, not-yet-asked sub-query, or ``(None, stop_reason)``."""
-        tokens = _fact_tokens(context)
+        tokens = _fact_tokens(facts)
         open_ones = [q for q in sub_queries if not is_answered(q, tokens, self.answerability_threshold)]
         if not open_ones:
             return None, STOP_ALL_ANSWERED
@@ -290,14 +279,14 @@ class MultiHopRAG:
 
     def _coverage_hops(self, question: str):
         """The seed's rule: yields ``(sub_query, reason, passages)`` per hop, then the stop reason."""
-        context, seen, asked = "", set(), set()
+        seen: set[str] = set()
+        asked: set[str] = set()
         facts: list[Fact] = []
-        queries: list[str] = []
         for hop in range(self.max_hops):
             if len(seen) >= self.max_passages:
                 return STOP_PASSAGE_BUDGET
-            sub_queries = self._decompose_query(question, context)
-            nxt, reason = self._select_next_query(sub_queries, context, asked)
+            sub_queries = self._decompose_query(question, facts)
+            nxt, reason = self._select_next_query(sub_queries, facts, asked)
             if nxt is None:
                 return reason
             asked.add(nxt)
@@ -306,8 +295,6 @@ class MultiHopRAG:
                 return STOP_NO_NEW_EVIDENCE
             seen.update(p.id for p in passages)
             facts.extend(facts_from_passages(passages, hop=hop, sub_query=nxt))
-            queries.append(nxt)
-            context = render_context(facts, queries).text
             yield nxt, REASON_COVERAGE, passages
         return STOP_PASSAGE_BUDGET if len(seen) >= self.max_passages else STOP_MAX_HOPS
 
@@ -360,8 +347,8 @@ class MultiHopRAG:
             hops.append(Hop(sub_query, tuple(p.id for p in passages), why))
         context = render_context(facts, [h.sub_query for h in hops]).text
 
-        final_subs = tuple(self._decompose_query(question, context))
-        tokens = _fact_tokens(context)
+        final_subs = tuple(self._decompose_query(question, facts))
+        tokens = _fact_tokens(facts)
         open_terms = tuple(dict.fromkeys(
             t for q in final_subs if not is_answered(q, tokens, self.answerability_threshold)
             for t in reasoning_key_terms(q)

@@ -103,7 +103,7 @@ def test_is_answered_threshold():
 
 
 def test_comparison_decomposition():
-    subs = RuleDecomposer()("Are Centaurium and Dacrydium both genuses of plant species?", "")
+    subs = RuleDecomposer()("Are Centaurium and Dacrydium both genuses of plant species?", ())
     assert subs == ["Centaurium genuses plant species?", "Dacrydium genuses plant species?"]
 
 
