@@ -23,6 +23,7 @@ from dataclasses import asdict
 
 import numpy as np
 
+from rootweaver_innovations.compaction import CompactionRequest
 from rootweaver_innovations.corpus import QARow
 from rootweaver_innovations.diagnostics import answer_in_context, gold_doc_coverage, paired_bootstrap_ci
 from rootweaver_innovations.multihop import MultiHopRAG, MultiHopResult
@@ -80,6 +81,8 @@ def run_synth_eval(
     loop = {"max_passages": max_passages, "stop_rule": stop_rule, "title_index": off_rag.title_index}
     seed_loop = {**SEED_LOOP, "title_index": off_rag.title_index}
     offs = [off_rag.multi_hop_search(r.question) for r in progress(rows, "loop(off)", show_progress)]
+    seed_rag = MultiHopRAG(retriever, **seed_loop)  # run once; compacted below as the product would
+    seeds = [seed_rag.multi_hop_search(r.question) for r in progress(rows, "seed loop(off)", show_progress)]
     off_tokens = [counter.count(r.full_context) for r in offs]
     half = max(1, int(statistics.median(off_tokens) // 2))
     budgets: list[Budget] = [Budget(half if b == "half" else int(b), "tokens") for b in token_budgets]
@@ -96,13 +99,14 @@ def run_synth_eval(
         compactor = make_compactor(strategy)
         for budget in budgets:
             on = {"compaction_enabled": True, "compaction_budget": budget, "compactor": compactor}
-            rag, seed_rag = MultiHopRAG(retriever, **loop, **on), MultiHopRAG(retriever, **seed_loop, **on)
+            rag = MultiHopRAG(retriever, **loop, **on)
             label = f"{strategy}@{budget.limit}{'t' if budget.unit == 'tokens' else 'c'}"
             results = [rag.multi_hop_search(r.question) for r in progress(rows, label, show_progress)]
             identical &= all(a.trajectory() == b.trajectory() for a, b in zip(results, offs))
             kept = [{f.passage_id for f in res.compaction.kept_facts} for res in results]
             scores = _scores(rows, pool, results, [res.synth_context for res in results], kept)
-            seed_texts = [seed_rag.multi_hop_search(r.question).synth_context for r in rows]
+            seed_texts = [compactor(CompactionRequest(s.question, s.facts, tuple(h.sub_query for h in s.hops),
+                                                      s.open_terms, budget)).text for s in seeds]
             cell = {"strategy": strategy, "unit": budget.unit, "limit": budget.limit, "scores": scores,
                     "seed_aic": [float(answer_in_context(r.answer, t)) for r, t in zip(rows, seed_texts)
                                  if not _yes_no(r)],
