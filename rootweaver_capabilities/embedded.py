@@ -24,6 +24,7 @@ Install: ``pip install 'rootweaver[reader]'`` with the ``CMAKE_ARGS`` of the REA
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
@@ -50,6 +51,17 @@ _CHATML_END = "<|im_end|>"
 _models: dict[tuple[str, int, int], Any] = {}
 _model_locks: dict[tuple[str, int, int], threading.Lock] = {}
 _load_lock = threading.Lock()
+
+
+@atexit.register
+def _close_models() -> None:
+    """Free the loaded models while the interpreter is whole (llama_cpp's own finalizer, run
+    later in shutdown, finds its native bindings gone and prints a traceback). A model still
+    generating in a daemon thread after 5 s is left to that finalizer."""
+    with _load_lock:
+        for key in list(_models):
+            if _model_locks[key].acquire(timeout=5):
+                _models.pop(key).close()
 
 
 def _load(path: Path, n_ctx: int, n_threads: int) -> tuple[Any, threading.Lock]:
