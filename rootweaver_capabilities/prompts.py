@@ -179,11 +179,15 @@ def _cut_reply(reply: str) -> EvidenceReply | None:
     m = _CUT_REPLY.search(reply.rstrip())
     if m is None:
         return None
+    try:
+        answer = json.loads(m.group(1))
+    except ValueError:  # an escape JSON does not know, e.g. "\x"
+        return None
     *whole, _last = m.group(2).split(",")  # the last item may itself be cut ("4" of "45")
     ids = [_to_id(item.strip().strip('"')) for item in whole]
     if any(i is None for i in ids):
         return None
-    return EvidenceReply(str(json.loads(m.group(1))).strip(), tuple(i for i in ids if i is not None))
+    return EvidenceReply(answer.strip(), tuple(i for i in ids if i is not None))
 
 
 def parse_evidence_reply(reply: str) -> EvidenceReply:

@@ -276,6 +276,7 @@ def test_parse_evidence_reply_tolerates_common_shapes(reply, expected):
     "Frank Herbert", '{"answer": "x"}', '{"evidence": [1]}', '{"answer": "x", "evidence": ["one"]}',
     '{"answer": ["x"], "evidence": [1]}', '{"answer": "x", "evidence": [true]}', "{not json}",
     '{"answer": "x", "evid', '{"answer": "cut off', '{"answer": "x", "evidence": [one, 2',
+    '{"answer": "a\\x", "evidence": [1, 2',
 ])
 def test_parse_evidence_reply_rejects_malformed(reply):
     with pytest.raises(MalformedReplyError) as info:
