@@ -38,7 +38,7 @@ from .llm import (
     LLMDeadlineError,
     LLMResponseError,
     PromptTooLongError,
-    check_messages,
+    chat_body,
     remaining_s,
     render_chatml,
     request_deadline,
@@ -148,11 +148,8 @@ class LlamaCppChatClient:
         ``LLMDeadlineError`` when the deadline passes, ``LLMResponseError`` when the model
         call fails."""
         out_tokens = self.max_tokens if max_tokens is None else max_tokens
-        check_messages(messages, temperature, out_tokens, self.context_window)
-        body: dict[str, Any] = {"model": self.model, "messages": [dict(m) for m in messages],
-                                "temperature": temperature, "max_tokens": out_tokens}
-        if seed is not None:
-            body["seed"] = seed
+        body = chat_body(self.model, messages, temperature=temperature, out_tokens=out_tokens, seed=seed,
+                         context_window=self.context_window)
         url = f"local://{self.model_path.name if self.model_path else DEFAULT_READER}"
         with request_deadline(self.timeout_s):
             started = time.monotonic()

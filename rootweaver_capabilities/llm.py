@@ -78,7 +78,7 @@ __all__ = [
     "PromptTooLongError",
     "ReaderAnswer",
     "TOKENIZER_ENV",
-    "check_messages",
+    "chat_body",
     "remaining_s",
     "render_chatml",
     "request_deadline",
@@ -362,10 +362,11 @@ class ChatClient(Protocol):
     ) -> ChatCompletion: ...
 
 
-def check_messages(messages: Sequence[Mapping[str, str]], temperature: float, out_tokens: int,
-                   context_window: int) -> None:
-    """``ValueError`` for empty or malformed messages, a negative temperature or an output
-    reservation outside ``(0, context_window)`` (shared by both transports)."""
+def chat_body(model: str, messages: Sequence[Mapping[str, str]], *, temperature: float, out_tokens: int,
+              seed: int | None, context_window: int) -> dict[str, Any]:
+    """The chat-completions request body both transports send (or, in process, report);
+    ``ValueError`` for empty or malformed messages, a negative temperature or an output
+    reservation outside ``(0, context_window)``."""
     if not messages:
         raise ValueError("messages must not be empty")
     for m in messages:
@@ -375,6 +376,15 @@ def check_messages(messages: Sequence[Mapping[str, str]], temperature: float, ou
         raise ValueError(f"temperature must be >= 0, got {temperature}")
     if not 0 < out_tokens < context_window:
         raise ValueError(f"max_tokens must be in (0, {context_window}), got {out_tokens}")
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+        "temperature": temperature,
+        "max_tokens": out_tokens,
+    }
+    if seed is not None:
+        body["seed"] = seed
+    return body
 
 
 class OpenAIChatClient:
@@ -476,15 +486,8 @@ class OpenAIChatClient:
     ) -> ChatPacket:
         """The request body, counted; ``PromptTooLongError`` when it does not fit."""
         out_tokens = self.max_tokens if max_tokens is None else max_tokens
-        check_messages(messages, temperature, out_tokens, self.context_window)
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
-            "temperature": temperature,
-            "max_tokens": out_tokens,
-        }
-        if seed is not None:
-            body["seed"] = seed
+        body = chat_body(self.model, messages, temperature=temperature, out_tokens=out_tokens, seed=seed,
+                         context_window=self.context_window)
         if json_mode:
             body["response_format"] = {"type": "json_object"}
         try:
