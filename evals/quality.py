@@ -38,11 +38,8 @@ import numpy as np
 
 from rootweaver_capabilities.config import MultiHopConfig
 from rootweaver_capabilities.llm import ChatClient, LLMSynthesizer
-from rootweaver_capabilities.prompts import (
-    MODE_EVIDENCE,
-    MODES,
-    number_context,
-)
+from rootweaver_capabilities.prompts import MODE_EVIDENCE, MODES, number_facts
+from rootweaver_innovations.comparison import DateComparingSynthesizer
 from rootweaver_innovations.context_format import parse_fact
 from rootweaver_innovations.corpus import QARow
 from rootweaver_innovations.diagnostics import (
@@ -51,6 +48,7 @@ from rootweaver_innovations.diagnostics import (
     f1_score,
     paired_bootstrap_ci,
 )
+from rootweaver_innovations.records import Fact
 from rootweaver_innovations.retrieval import BM25Retriever
 
 from .report import write_json, write_text
@@ -122,9 +120,9 @@ def _gold_facts(row: QARow) -> frozenset[tuple[str, str]]:
     )
 
 
-def _ebg(row: QARow, context: str, prediction: str, cited: Sequence[str]) -> dict[str, float]:
+def _ebg(row: QARow, facts: Sequence[Fact], prediction: str, cited: Sequence[str]) -> dict[str, float]:
     gold = _gold_facts(row)
-    numbered = number_context(context)
+    numbered = number_facts(facts)  # the lines as the reader saw them numbered
     gold_ids = gold_line_ids(numbered, gold)
     cited_set = set(cited)
     cited_ids = {i for i, line in enumerate(numbered.lines, start=1) if line in cited_set}
@@ -197,7 +195,8 @@ def run_quality(
     caps = {
         (name, r): MultiHopCapability(
             as_set[name], retriever=retriever,
-            synthesizer=LLMSynthesizer(client, mode=mode, temperature=temperature, seed=seed, max_tokens=max_tokens),
+            synthesizer=DateComparingSynthesizer(
+                LLMSynthesizer(client, mode=mode, temperature=temperature, seed=seed, max_tokens=max_tokens)),
         )
         for name in configs for r, seed in enumerate(seeds)
     }
@@ -218,7 +217,7 @@ def run_quality(
                 answer = ctx.metadata["multi_hop"]["answer"]
                 pred, cited = answer["text"], answer["cited_lines"]
                 context = result.synth_context
-                ebg = _ebg(row, context, pred, cited) if mode == MODE_EVIDENCE else {}
+                ebg = _ebg(row, result.synth_facts, pred, cited) if mode == MODE_EVIDENCE else {}
                 precision, recall = _cited_pr(row, cited) if mode == MODE_EVIDENCE else (None, None)
                 judge = _judge(judge_client, row.question, row.answer, pred) if judge_client else None
                 q = QualityRow(

@@ -46,10 +46,11 @@ from typing import Any, Protocol
 import httpcore
 import httpx
 
-from rootweaver_innovations.compaction import CompactionResult, compact_lines
+from rootweaver_innovations.compaction import CompactionRequest, compact_lines
 from rootweaver_innovations.extractive import extractive_answer
-from rootweaver_innovations.packing import QwenTokenCounter, TokenCounter
+from rootweaver_innovations.packing import Budget, QwenTokenCounter, TokenCounter
 from rootweaver_innovations.records import Fact
+from rootweaver_innovations.strategies import make_compactor
 
 from .prompts import (
     MODE_EVIDENCE,
@@ -60,6 +61,7 @@ from .prompts import (
     ask_with_evidence,
     evidence_messages,
     number_context,
+    number_facts,
     parse_answer_only,
 )
 
@@ -581,6 +583,7 @@ class OpenAIChatClient:
 
 
 _SHRINK_ROUNDS = 6
+_LINE_COMPACTOR = make_compactor("line")  # stateless; cuts a prompt that overflows the window
 
 
 @dataclass(frozen=True)
@@ -593,10 +596,14 @@ class LLMSynthesizer:
     returned with ``method`` ending in ``(malformed reply)`` and the raw reply as text);
     ``cited_lines`` are the cited context lines verbatim.
 
+    Evidence mode numbers the synth facts (:func:`~rootweaver_capabilities.prompts.number_facts`:
+    the records behind the synth context's lines, as the loop passes them); a caller with
+    only text (``facts`` empty) gets its fact lines numbered from the text.
+
     Fitting: the prompt is counted with the reader's tokenizer; when it does not fit
-    ``context_window - max_tokens`` the synth context is re-compacted with ``compactor``
-    (the line compactor by default) to a character budget scaled by the overflow, until
-    it fits. A prompt that cannot fit even with an empty context is not sent.
+    ``context_window - max_tokens`` the synth context is cut by the ``line`` compactor (over
+    the facts when given, else over the text) to a character budget scaled by the
+    overflow, until it fits. A prompt that cannot fit even with an empty context is not sent.
 
     Every call runs under one deadline of ``client.timeout_s`` (counting, the evidence
     retry and every attempt included). Any :class:`LLMError` degrades the call to
@@ -611,7 +618,6 @@ class LLMSynthesizer:
     seed: int | None = None
     max_tokens: int | None = None
     json_mode: bool = False
-    compactor: Callable[..., CompactionResult] = compact_lines  # a text compactor, for shrinking to fit
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -625,37 +631,53 @@ class LLMSynthesizer:
     def reader(self) -> str:
         return f"{self.client.transport}:{self.client.model}"
 
-    def _messages(self, question: str, context: str) -> tuple[list[dict[str, str]], NumberedContext | None]:
+    def _messages(
+        self, question: str, context: str, facts: Sequence[Fact]
+    ) -> tuple[list[dict[str, str]], NumberedContext | None]:
         if self.mode == MODE_EVIDENCE:
-            numbered = number_context(context)
+            numbered = number_facts(facts) if facts else number_context(context)
             return evidence_messages(question, numbered), numbered
         return answer_only_messages(question, context), None
 
-    def fit(self, question: str, synth_context: str) -> tuple[str, int]:
-        """``(context, prompt_tokens)``: the synth context shrunk until its prompt fits the
-        reader's window with the output reserved; raises :class:`PromptTooLongError`
-        (built from the smallest prompt tried) when even an empty context does not fit."""
+    @staticmethod
+    def _shrink(question: str, context: str, facts: tuple[Fact, ...], max_chars: int) -> tuple[str, tuple[Fact, ...]]:
+        """``(text, facts)`` cut to ``max_chars`` by the ``line`` compactor: the kept facts
+        rendered when there are facts, else the compacted text (and no facts)."""
+        if not facts:
+            return compact_lines(context, max_chars=max_chars, question=question, open_terms=()).text, ()
+        hop_queries = [""] * (max(f.hop for f in facts) + 1)
+        for f in facts:
+            hop_queries[f.hop] = hop_queries[f.hop] or f.sub_query
+        request = CompactionRequest(question, facts, tuple(hop_queries), (), Budget(max_chars, "chars"))
+        kept = _LINE_COMPACTOR(request).kept_facts
+        return "\n".join(f.line for f in kept), kept
+
+    def fit(self, question: str, synth_context: str, facts: Sequence[Fact] = ()) -> tuple[str, tuple[Fact, ...], int]:
+        """``(context, facts, prompt_tokens)``: the synth context (and its facts) shrunk until
+        the prompt fits the reader's window with the output reserved; raises
+        :class:`PromptTooLongError` (built from the smallest prompt tried) when even an
+        empty context does not fit."""
         out = self.client.max_tokens if self.max_tokens is None else self.max_tokens
         allowed = self.client.context_window - out
-        context = synth_context
+        context, shown = synth_context, tuple(facts)
         overhead: int | None = None
         for _ in range(_SHRINK_ROUNDS):
-            messages, _ = self._messages(question, context)
+            messages, _ = self._messages(question, context, shown)
             tokens = self.client.count_prompt_tokens(messages)
             if tokens <= allowed:
-                return context, tokens
+                return context, shown, tokens
             if overhead is None:
-                overhead = self.client.count_prompt_tokens(self._messages(question, "")[0])
+                overhead = self.client.count_prompt_tokens(self._messages(question, "", ())[0])
             room = allowed - overhead
             if room <= 0 or not context:
                 break
             target = int(len(context) * room / max(tokens - overhead, 1) * 0.9)
             if target < 1:
-                context = ""
+                context, shown = "", ()
                 continue
-            context = self.compactor(context, max_chars=min(target, len(context) - 1), question=question,
-                                     open_terms=()).text
-        messages, _ = self._messages(question, "" if overhead is not None and overhead > allowed else context)
+            context, shown = self._shrink(question, context, shown, min(target, len(context) - 1))
+        empty = overhead is not None and overhead > allowed
+        messages, _ = self._messages(question, "" if empty else context, () if empty else shown)
         packet = ChatPacket("", {"model": self.client.model, "messages": messages},
                             self.client.count_prompt_tokens(messages))
         raise PromptTooLongError(packet, self.client.context_window, out)
@@ -677,9 +699,9 @@ class LLMSynthesizer:
         context = synth_context
         try:
             with request_deadline(self.client.timeout_s):
-                context, tokens = self.fit(question, synth_context)
+                context, shown, tokens = self.fit(question, synth_context, facts)
                 common = dict(reader=self.reader, prompt_tokens=tokens, context_chars=len(context))
-                messages, numbered = self._messages(question, context)
+                messages, numbered = self._messages(question, context, shown)
                 if numbered is not None:
                     outcome = ask_with_evidence(self._complete, question, numbered)
                     if outcome.malformed:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rootweaver_innovations.compaction import CompactionRequest, CompactionResult
+from rootweaver_innovations.comparison import DateComparingSynthesizer
 from rootweaver_innovations.extractive import extractive_synthesizer
 from rootweaver_innovations.multihop import MultiHopRAG, MultiHopResult, Synthesizer
 from rootweaver_innovations.packing import Budget
@@ -109,10 +110,12 @@ def _default_retriever(cfg: RetrieverConfig) -> Retriever:
 def build_synthesizer(cfg: LLMConfig) -> Synthesizer:
     """The reader of ``cfg.provider``: :func:`~rootweaver_innovations.extractive.extractive_synthesizer` for ``none``, an
     :class:`~rootweaver_capabilities.llm.LLMSynthesizer` on the embedded model for
-    ``local`` or on the endpoint for ``openai``. Raises ``ValueError`` (one line, with the
-    install command) when ``local`` is asked for but llama-cpp-python is not installed."""
+    ``local`` or on the endpoint for ``openai``; each behind a
+    :class:`~rootweaver_innovations.comparison.DateComparingSynthesizer` (date comparisons
+    are computed, not read). Raises ``ValueError`` (one line, with the install command)
+    when ``local`` is asked for but llama-cpp-python is not installed."""
     if cfg.provider == "none":
-        return extractive_synthesizer
+        return DateComparingSynthesizer(extractive_synthesizer)
     from .llm import LLMSynthesizer, OpenAIChatClient
 
     if cfg.provider == "local":
@@ -128,7 +131,7 @@ def build_synthesizer(cfg: LLMConfig) -> Synthesizer:
             cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s,
             context_window=cfg.context_window, max_tokens=cfg.max_tokens,
         )
-    return LLMSynthesizer(client, mode=cfg.mode)
+    return DateComparingSynthesizer(LLMSynthesizer(client, mode=cfg.mode))
 
 
 class MultiHopCapability:

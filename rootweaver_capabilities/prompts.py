@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from rootweaver_innovations.context_format import is_header
 from rootweaver_innovations.multihop import Answer
+from rootweaver_innovations.records import Fact
 
 __all__ = [
     "EvidenceOutcome",
@@ -30,6 +31,7 @@ __all__ = [
     "ask_with_evidence",
     "evidence_messages",
     "number_context",
+    "number_facts",
     "parse_answer_only",
     "parse_evidence_reply",
 ]
@@ -90,8 +92,17 @@ class NumberedContext:
         return tuple(out)
 
 
+def number_facts(facts: Sequence[Fact]) -> NumberedContext:
+    """The facts' lines numbered from 1, one per line (``N: <title> | <sentence>``), facts
+    with a blank sentence left out: the reader's view of a synth context it has the records
+    of, rendered from them (no text is parsed)."""
+    lines = tuple(f.line for f in facts if f.body)
+    return NumberedContext("\n".join(f"{i}: {line}" for i, line in enumerate(lines, start=1)), lines)
+
+
 def number_context(synth_context: str) -> NumberedContext:
-    """Prefix each fact line with ``N: ``; headers and blank lines are kept unnumbered."""
+    """Prefix each fact line of a context given only as text with ``N: ``; headers and
+    blank lines are kept unnumbered. Contexts the loop rendered go through :func:`number_facts`."""
     rendered, lines = [], []
     for line in synth_context.split("\n"):
         if line.strip() and not is_header(line):

@@ -30,6 +30,7 @@ from rootweaver_capabilities.prompts import (
     MalformedReplyError,
     ask_with_evidence,
     number_context,
+    number_facts,
     parse_answer_only,
     parse_evidence_reply,
 )
@@ -230,6 +231,35 @@ def test_synthesizer_shrinks_an_overlong_context_to_fit_instead_of_failing():
     assert len(sent) == 1 and answer.error_kind == "" and answer.text == "Frank Herbert"
     assert answer.context_chars < len(context) and answer.prompt_tokens <= 900 - 64
     assert len(render_chatml(sent[0]["messages"])) == answer.prompt_tokens  # CharCounter: 1 token per char
+
+
+def test_synthesizer_numbers_the_facts_it_is_given_and_shrinks_over_them():
+    def reply(n):
+        return httpx.Response(200, json={"choices": [{"message": {"content": '{"answer": "Frank Herbert", '
+                                                                             '"evidence": [1, 2]}'}}]})
+
+    facts = [Fact("d", "Dune", "Dune is a 1965 novel by Frank Herbert.", 0, hop=0, sub_query="Dune author")]
+    facts += [Fact(f"f{i}", f"Filler {i}", f"Filler sentence number {i} about nothing.", 0, hop=0, sub_query="Dune author")
+              for i in range(60)]
+    context = "this text is not read when facts are given"
+    small = LLMSynthesizer(make_client(Recorder(reply)), mode="evidence")("Who wrote Dune?", context, facts[:2])
+    assert small.cited_lines == (facts[0].line, facts[1].line)
+
+    recorder = Recorder(reply)
+    answer = LLMSynthesizer(make_client(recorder, window=900, max_tokens=64), mode="evidence")(
+        "Who wrote Dune?", "\n".join(f.line for f in facts), facts)
+    (sent,) = [json.loads(r.content) for r in recorder.requests]
+    shown = sent["messages"][-1]["content"]
+    assert "1: Dune | Dune is a 1965 novel by Frank Herbert." in shown  # the line compactor kept the answer
+    assert answer.cited_lines[0] == facts[0].line and answer.prompt_tokens <= 900 - 64
+    assert shown.count("Filler") < 60 and "From query:" not in shown
+
+
+def test_number_facts_renders_each_fact_once_and_skips_blank_ones():
+    facts = [Fact("a", "Dune", "Dune is a novel.", 0), Fact("a", "Dune", "   ", 1), Fact("b", "Hugo", "An award.", 0)]
+    numbered = number_facts(facts)
+    assert numbered.text == "1: Dune | Dune is a novel.\n2: Hugo | An award."
+    assert numbered.lines == (facts[0].line, facts[2].line)
 
 
 def test_synthesizer_degrades_when_even_an_empty_context_cannot_fit():

@@ -77,12 +77,15 @@ def test_evidence_scores_are_strict():
                (Passage("p1", "Dune", ("Dune is a novel.", "It was written by Frank Herbert.")),
                 Passage("p2", "Herbert", ("Frank Herbert was born in Tacoma.",))),
                ("Dune", "Herbert"), (("Dune", 1), ("Herbert", 0)))
-    g1, g2 = "Dune | It was written by Frank Herbert.", "Herbert | Frank Herbert was born in Tacoma."
-    ctx = f"From query: x\nDune | Dune is a novel.\n{g1}\n{g2}"
-    assert _ebg(qa, ctx, "Frank Herbert", [g1, g2]) == {"ans": 1.0, "evid": 1.0, "joint": 1.0}
-    assert _ebg(qa, ctx, "Frank Herbert", [g1]) == {"ans": 1.0, "evid": 0.0, "joint": 0.0}  # one gold line uncited
+    from rootweaver_innovations.records import Fact
+
+    facts = [Fact("p1", "Dune", "Dune is a novel.", 0), Fact("p1", "Dune", "It was written by Frank Herbert.", 1),
+             Fact("p2", "Herbert", "Frank Herbert was born in Tacoma.", 0)]
+    g1, g2 = facts[1].line, facts[2].line
+    assert _ebg(qa, facts, "Frank Herbert", [g1, g2]) == {"ans": 1.0, "evid": 1.0, "joint": 1.0}
+    assert _ebg(qa, facts, "Frank Herbert", [g1]) == {"ans": 1.0, "evid": 0.0, "joint": 0.0}  # one gold line uncited
     # g2 compacted away: it cannot be cited, so strict Evid fails even though every line present is cited
-    assert _ebg(qa, ctx.rsplit("\n", 1)[0], "Frank Herbert", [g1])["evid"] == 0.0
+    assert _ebg(qa, facts[:2], "Frank Herbert", [g1])["evid"] == 0.0
 
 
 def test_merge_reports_resummarises_disjoint_chunks():

@@ -1,0 +1,84 @@
+"""Date comparisons: read from each option's own passage, symmetric, and handed on when unsettled."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rootweaver_innovations.comparison import COMPARISON_METHOD, DateComparingSynthesizer, compare_dates
+from rootweaver_innovations.multihop import Answer
+from rootweaver_innovations.records import Fact
+
+LEVERTOV = Fact("p1", "Denise Levertov", "Priscilla Denise Levertov (24 October 1923 – 20 December 1997) was a poet.", 0)
+PEKAR = Fact("p2", "Harvey Pekar", "Harvey Lawrence Pekar (October 8, 1939 – July 12, 2010) was a comic writer.", 0)
+PEKAR_LATER = Fact("p2", "Harvey Pekar", "In 1976 he began publishing American Splendor.", 3)
+SPLENDOR = Fact("p3", "American Splendor", "American Splendor is a 1976 comic series by Harvey Pekar.", 0)
+
+
+def test_born_earlier_reads_each_lead_sentence():
+    found = compare_dates("Between Harvey Pekar and Denise Levertov who was born earlier?",
+                          [PEKAR_LATER, SPLENDOR, PEKAR, LEVERTOV])
+    assert found is not None
+    assert found.answer == "Denise Levertov"
+    assert found.years == (1939, 1923)
+    assert found.facts == (PEKAR, LEVERTOV)
+
+
+def test_younger_and_died_first_use_the_right_year():
+    facts = [PEKAR, LEVERTOV]
+    assert compare_dates("Who is younger, Harvey Pekar or Denise Levertov?", facts).answer == "Harvey Pekar"
+    died = compare_dates("Who died first, Harvey Pekar or Denise Levertov?", facts)
+    assert died.answer == "Denise Levertov" and died.years == (2010, 1997)
+
+
+def test_release_years_come_from_any_own_sentence():
+    films = [Fact("a", "Chicken Ranch (film)", "Chicken Ranch is a 1983 documentary film.", 0),
+             Fact("b", "The End of Suburbia", "The film premiered on television.", 0),
+             Fact("b", "The End of Suburbia", "It was released in 2004.", 2)]
+    found = compare_dates("Which documentary was released first, Chicken Ranch or The End of Suburbia?", films)
+    assert found.answer == "Chicken Ranch" and found.years == (1983, 2004)
+
+
+def test_unsettled_questions_give_none():
+    facts = [PEKAR, LEVERTOV]
+    assert compare_dates("Who wrote American Splendor?", facts) is None  # not a comparison
+    assert compare_dates("Who is more famous, Harvey Pekar or Denise Levertov?", facts) is None  # no direction
+    assert compare_dates("Who was born first, Harvey Pekar or Robert Crumb?", facts) is None  # no passage for one
+    assert compare_dates("Who was born first, Harvey Pekar or Denise Levertov?", [PEKAR_LATER, LEVERTOV]) is None
+    assert compare_dates("Which film has the director who was born first, Harvey Pekar or Denise Levertov?",
+                         facts) is None  # another entity's date
+    same = Fact("p4", "Ann Corvell", "Ann Corvell (born 1939) is a sculptor.", 0)
+    assert compare_dates("Who was born first, Harvey Pekar or Ann Corvell?", [PEKAR, same]) is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1000, 2099), st.integers(1000, 2099), st.sampled_from(["first", "later"]), st.booleans())
+def test_answer_follows_the_years_whatever_the_option_order(y1, y2, word, swap):
+    facts = [Fact("a", "Ann Corvell", f"Ann Corvell (born {y1}) is a sculptor.", 0),
+             Fact("b", "Tomas Reyk", f"Tomas Reyk (born {y2}) is a painter.", 0)]
+    left, right = ("Tomas Reyk", "Ann Corvell") if swap else ("Ann Corvell", "Tomas Reyk")
+    found = compare_dates(f"Who was born {word}, {left} or {right}?", facts)
+    if y1 == y2:
+        assert found is None
+    else:
+        earlier = "Ann Corvell" if y1 < y2 else "Tomas Reyk"
+        later = "Tomas Reyk" if earlier == "Ann Corvell" else "Ann Corvell"
+        assert found.answer == (earlier if word == "first" else later)
+
+
+def test_synthesizer_answers_comparisons_and_hands_on_the_rest():
+    calls = []
+
+    def reader(question, synth_context, facts):
+        calls.append(question)
+        return Answer(text="from the reader", method="reader")
+
+    synth = DateComparingSynthesizer(reader)
+    facts = [PEKAR, LEVERTOV]
+    computed = synth("Who was born first, Harvey Pekar or Denise Levertov?", "ctx", facts)
+    assert computed.text == "Denise Levertov"
+    assert computed.method == f"{COMPARISON_METHOD} (1939 vs 1923)"
+    assert computed.cited_lines == (PEKAR.line, LEVERTOV.line)
+    assert calls == []
+    assert synth("Who wrote American Splendor?", "ctx", facts).text == "from the reader"
+    assert calls == ["Who wrote American Splendor?"]
