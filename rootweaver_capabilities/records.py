@@ -18,7 +18,8 @@ __all__ = ["answer_record", "result_record"]
 
 def answer_record(answer: Answer | None) -> dict[str, Any] | None:
     """``{"text", "method", "cited_lines", "reader", "error_kind", "error", "prompt_tokens"}``
-    of one answer (this request's own outcome; ``error_kind`` ``None`` unless the reader
+    of one answer (this request's own outcome; ``reader`` the model asked, ``"none"`` when
+    no model was (extractive or computed answers); ``error_kind`` ``None`` unless the reader
     failed and the answer degraded to the extractive one); ``None`` without a synthesizer."""
     if answer is None:
         return None
@@ -27,7 +28,7 @@ def answer_record(answer: Answer | None) -> dict[str, Any] | None:
         "text": answer.text,
         "method": answer.method,
         "cited_lines": list(answer.cited_lines),
-        "reader": outcome.reader if outcome else "extractive",
+        "reader": outcome.reader if outcome else "none",
         "error_kind": (outcome.error_kind or None) if outcome else None,
         "error": (outcome.error or None) if outcome else None,
         "prompt_tokens": outcome.prompt_tokens if outcome else None,
