@@ -15,8 +15,17 @@ def test_ask_demo_bridge_question_two_hops_under_budget(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["hop_count"] >= 2
     assert out["context_chars"] <= 1500 < out["full_context_chars"]
-    assert out["answer"]["method"].startswith("extractive")
+    assert out["answer"]["method"].startswith("extractive") and out["answer"]["reader"] == "none"
     assert all(d["reason"] for d in out["dropped"])
+
+
+def test_ask_date_comparison_is_computed_and_cites_both_dates(capsys):
+    question = "Between Harvey Pekar and Denise Levertov who was born earlier?"
+    assert main(["ask", question, "--reader", "none", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)["answer"]
+    assert answer["text"] == "Denise Levertov" and answer["reader"] == "none"
+    assert answer["method"] == "computed: date comparison (1939 vs 1923)"
+    assert [line.split(" | ")[0] for line in answer["cited_lines"]] == ["Harvey Pekar", "Denise Levertov"]
 
 
 def test_ask_off_prints_full_context(capsys):
