@@ -82,3 +82,13 @@ def test_synthesizer_answers_comparisons_and_hands_on_the_rest():
     assert calls == []
     assert synth("Who wrote American Splendor?", "ctx", facts).text == "from the reader"
     assert calls == ["Who wrote American Splendor?"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=120), st.lists(st.tuples(st.text(max_size=30), st.text(max_size=80)), max_size=6))
+def test_any_question_and_facts_give_none_or_a_named_option(question, pairs):
+    facts = [Fact(f"p{i}", title, sentence, i % 3) for i, (title, sentence) in enumerate(pairs)]
+    found = compare_dates(question, facts)
+    if found is not None:
+        assert found.answer in " ".join(question.split())
+        assert found.years[0] != found.years[1] and set(found.facts) <= set(facts)
