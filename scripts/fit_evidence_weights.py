@@ -220,8 +220,9 @@ def main() -> None:
             + (", each problem also with opaque titles (doc-<passage id>)" if args.opaque_copies else ""),
             "fit": {"problems": len(captured), "documents": int(sum(map(len, doc_y))), "answer_groups": len(groups),
                     "doc_c": args.doc_c, "l2": args.l2},
-            "params": "kept from the previous model file: coverage, price and fill_evidence chosen on the even "
-                      "rows (product path, 160 tokens and half the off context's median; docs/results.md)",
+            "params": "kept from the previous model file: coverage (of the linear bonus coverage * q_d), price "
+                      "and fill_evidence chosen on the even rows (product path, 160 tokens, 256 tokens and half the "
+                      "off context's median; MuSiQue cross-fitted over two folds of its even rows; docs/results.md)",
             "command": "python " + " ".join(["scripts/fit_evidence_weights.py", *sys.argv[1:]]),
             "date": datetime.date.today().isoformat(),
         },

