@@ -63,7 +63,8 @@ from typing import Any
 import numpy as np
 
 from ..compaction import STOP_WORDS
-from .objective import query_incidence
+from ..retrieval import bm25_tokenize
+from .objective import term_incidence
 from .policies import PackingProblem, Selection, register_policy
 
 __all__ = [
@@ -170,16 +171,16 @@ def _lead_entity(text: str) -> str:
     is about when it has no title: ``"The Oberoi Group is ..."`` gives ``"oberoi group"``.
     Lowercase joiners (of, de, van, ...) are kept between capitalised words; a run shorter than
     ``_ENTITY_MIN`` chars, a pronoun or a leading stop word gives ``""``."""
-    words = text.split()
     out: list[str] = []
     pending: list[str] = []
-    for k, raw in enumerate(words):
+    for k, raw in enumerate(text.split()):
         w = raw.strip(",;:\"“”()")
-        if not w or raw.startswith("("):
+        if not w or raw[0] == "(":
             break
-        if k == 0 and w.lower() in _ENTITY_SKIP:
+        low = w.lower()
+        if k == 0 and low in _ENTITY_SKIP:
             continue
-        if not out and w.lower() in STOP_WORDS:  # "In 1912, ...", "As the ...": no name leads
+        if not out and low in STOP_WORDS:  # "In 1912, ...", "As the ...": no name leads
             return ""
         if w[0].isupper() or w[0].isdigit():
             out.extend(pending)
@@ -187,14 +188,18 @@ def _lead_entity(text: str) -> str:
             out.append(w)
             if raw != w and not raw.endswith("'s"):  # punctuation ends the name
                 break
-        elif out and w.lower() in _ENTITY_JOIN:
+        elif out and low in _ENTITY_JOIN:
             pending.append(w)
         else:
             break
-    name = " ".join(out).lower()
-    if len(name) < _ENTITY_MIN or _PRONOUN.match(" ".join(out)):
-        return ""
-    return name
+    name = " ".join(out)
+    low = name.lower()
+    return "" if len(low) < _ENTITY_MIN or _PRONOUN.match(name) else low
+
+
+def _bare_title(title: str) -> str:
+    """``title`` lowercased, without a trailing ``"(...)"`` (``"Mercury (planet)"`` gives ``"mercury"``)."""
+    return (_PAREN.sub("", title) if "(" in title else title).lower()
 
 
 def _sub_entity(sub_query: str | None, query: str) -> str:
@@ -285,7 +290,7 @@ def _structure(problem: PackingProblem) -> _Structure:
 
     doc_list = doc.tolist()
     first_of = dict(zip(reversed(doc_list), range(n - 1, -1, -1)))  # document -> its first candidate
-    titles = [_PAREN.sub("", cands[first_of[d]].source_key).lower() if d in first_of else "" for d in range(n_doc)]
+    titles = [_bare_title(cands[first_of[d]].source_key) if d in first_of else "" for d in range(n_doc)]
     lowered = [c.content.lower() for c in cands]  # lowercasing may change lengths: offsets from these
     joined = "\n".join(lowered)
     ends = list(accumulate(len(t) + 1 for t in lowered))
@@ -307,20 +312,21 @@ def _structure(problem: PackingProblem) -> _Structure:
     doc_hop = np.full(n_doc, np.iinfo(np.int64).max)
     hops = np.fromiter((c.hop or 0 for c in cands), dtype=np.int64, count=n)
     np.minimum.at(doc_hop, doc, hops)
-    sub_entity = np.zeros(n)
-    entity_of: dict[str | None, str] = {}  # sub-query -> the entity it leads with
     by_sub: dict[str, list[int]] = {}  # sub-query (the question when unknown) -> its candidates
     for i, c in enumerate(cands):
-        ent = entity_of.get(c.sub_query)
-        if ent is None:
-            ent = entity_of[c.sub_query] = _sub_entity(c.sub_query, problem.query)
-        sub_entity[i] = 1.0 if ent and ent in lowered[i] else 0.0
         by_sub.setdefault(c.sub_query or problem.query, []).append(i)
+    sub_entity = np.zeros(n)
     sub_coverage = np.zeros(n)
-    for sq, members in by_sub.items():  # share of the sub-query's bm25 terms among the sentence's
-        terms, inc = query_incidence(sq, [cands[i].content for i in members])
+    for sq, members in by_sub.items():
+        ent = _sub_entity(sq, problem.query)
+        if ent:  # the sentences holding the entity the sub-query leads with
+            found = holders.get(ent)
+            if found is None:
+                found = holders[ent] = _holders(ent, joined, ends)
+            sub_entity[list(set(found).intersection(members))] = 1.0
+        terms = tuple(dict.fromkeys(bm25_tokenize(sq)))  # share of the sub-query's bm25 terms among the sentence's
         if terms:
-            sub_coverage[members] = [k / len(terms) for k in inc.sum(axis=1).tolist()]
+            sub_coverage[members] = term_incidence(terms, [lowered[i] for i in members]).sum(axis=1) / len(terms)
     return _Structure(rel, positions, doc_best, doc_share, doc_rank, in_doc, titles, lowered, links, bridge_out,
                       title_in_q, entities, entity_links, entity_out, entity_in_q, named_by_rel, doc_hop.astype(np.float64),
                       sub_entity, sub_coverage)
@@ -622,20 +628,15 @@ def answer_likelihood(problem: PackingProblem, model: EvidenceModel | None = Non
     return (model or _shipped_model()).likelihoods(problem)[0]
 
 
-def _options(members: list[int], cost: list[int], params: EvidenceParams) -> list[int]:
-    """A document's ``options_per_doc`` best members (``members`` is in ``p`` order) and its cheapest."""
-    best = members[: params.options_per_doc]
-    cheapest = min(members, key=cost.__getitem__)  # first in p order among the cheapest
-    return best if cheapest in best else [*best, cheapest]
-
-
 def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: EvidenceParams) -> list[int]:
     """Exact multiple-choice knapsack: at most one option per document, most total value within capacity.
 
-    A document ``d``'s options are 1..``max_per_doc`` of its :func:`_options`, worth
-    ``bonus[d] + sum(p) - k * price``. On equal value the earlier option, and not taking
-    the document at all, win. Only the ``max_cover_docs`` documents with the largest bonus
-    (ties: lower index) take part.
+    A document's members are its ``options_per_doc`` best candidates by ``p`` and its cheapest
+    (the first in ``p`` order among the cheapest) when that is not among them; its options
+    are each member alone, then (``max_per_doc`` 2) each pair of members in member order,
+    an option of ``k`` candidates worth ``bonus[d] + sum(p) - k * price``. On equal value the
+    earlier option, and not taking the document at all, win. Only the ``max_cover_docs``
+    documents with the largest bonus (ties: lower index) take part.
     """
     cost = problem.knapsack.item
     cap = int(problem.knapsack.capacity)
@@ -647,50 +648,58 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
         among = np.flatnonzero(keep[doc])
     else:
         among = np.arange(n)
-    grouped = among[np.lexsort((among, -p[among], doc[among]))]
+    grouped = among[np.lexsort((among, -p[among], doc[among]))]  # by document, then p descending
+    m = len(grouped)
     grouped_doc = doc[grouped]
-    bounds = np.flatnonzero(np.concatenate(([True], grouped_doc[1:] != grouped_doc[:-1], [True]))).tolist()
-    grouped_doc_of = grouped_doc.tolist()
-    cost_of, p_of, order, bonus_of = cost.tolist(), p.tolist(), grouped.tolist(), bonus.tolist()
-    price = params.price
-    tables: list[tuple[list[tuple[int, ...]], list[int], list[float]]] = []  # per document: options
-    for r in range(len(bounds) - 1):
-        members = _options(order[bounds[r]:bounds[r + 1]], cost_of, params)
-        b = bonus_of[grouped_doc_of[bounds[r]]]
-        pairs = list(combinations(members, 2)) if params.max_per_doc == 2 else []
-        opt_cost = [cost_of[i] for i in members] + [cost_of[i] + cost_of[j] for i, j in pairs]
-        opt_value = [b + p_of[i] - price for i in members] + [b + (p_of[i] + p_of[j]) - 2 * price for i, j in pairs]
-        tables.append(([(i,) for i in members] + pairs, opt_cost, opt_value))
-    # Per document, row 0 leaves it out (shift 0, value 0), row k + 1 takes its option k, and
-    # rows past its options pad the table; shift[r, k] indexes `shifted` below.
-    width = 1 + max(len(t[1]) for t in tables)
-    shift = np.array([[cap + 1, *[cap + 1 - min(c, cap + 1) for c in opt_cost], *[cap + 1] * (width - 1 - len(opt_cost))]
-                      for _, opt_cost, _ in tables])
-    gain = np.array([[0.0, *opt_value, *[0.0] * (width - 1 - len(opt_value))] for _, _, opt_value in tables])
-    # padded[cap + 1 + w]: most value at used capacity w; the left half (-inf) absorbs w < 0
-    padded = np.full(2 * (cap + 1), -np.inf)
-    padded[cap + 1] = 0.0
-    best = padded[cap + 1:]  # a view
-    shifted = np.lib.stride_tricks.sliding_window_view(padded, cap + 1)  # shifted[cap + 1 - c][w] = best[w - c]
-    before = np.empty((len(tables), cap + 1))  # before[r]: best before document r
-    for r, (_, opt_cost, _) in enumerate(tables):
-        rows = len(opt_cost) + 1
-        value = shifted[shift[r, :rows]]  # a copy
-        value += gain[r, :rows, None]
-        before[r] = best
-        np.maximum.reduce(value, axis=0, out=best)
-    w = int(np.argmax(best))
+    starts = np.flatnonzero(np.concatenate(([True], grouped_doc[1:] != grouped_doc[:-1])))
+    n_groups = len(starts)
+    size = np.diff(np.append(starts, m))
+    group_of = np.repeat(np.arange(n_groups), size)
+    rank = np.arange(m) - starts[group_of]  # place in its document's p order
+    g_cost, g_p = cost[grouped], p[grouped]
+    cheapest = np.minimum.reduceat(np.where(g_cost == np.minimum.reduceat(g_cost, starts)[group_of], np.arange(m), m),
+                                   starts)
+    opts = params.options_per_doc
+    members = np.full((n_groups, opts + 1), -1)  # per document: positions in `grouped`, -1 pads
+    best = rank < opts
+    members[group_of[best], rank[best]] = np.flatnonzero(best)
+    extra = rank[cheapest] >= opts
+    members[extra, opts] = cheapest[extra]
+    # Option slots per document: each member alone, then each pair of members; a slot whose
+    # member is padding is invalid and gets row 0's shift and gain (it can never be the best)
+    pairs = np.array(list(combinations(range(opts + 1), 2)) if params.max_per_doc == 2 else [], dtype=np.int64)
+    first = np.concatenate((np.arange(opts + 1), pairs[:, 0] if len(pairs) else pairs))
+    second = np.concatenate((np.full(opts + 1, -1), pairs[:, 1] if len(pairs) else pairs))
+    a, b = members[:, first], np.where(second >= 0, members[:, np.maximum(second, 0)], -1)
+    valid = (a >= 0) & ((second < 0) | (b >= 0))
+    single = second < 0
+    bonus_r = bonus[grouped_doc[starts]][:, None]
+    opt_cost = np.where(single, g_cost[a], g_cost[a] + g_cost[b])
+    opt_value = np.where(single, bonus_r + g_p[a] - params.price, bonus_r + (g_p[a] + g_p[b]) - 2 * params.price)
+    # row 0 leaves the document out; shift[r, k] indexes `window[r]`: window[r, cap + 1 - c][w] = hist[r, w - c]
+    shift = np.column_stack((np.full(n_groups, cap + 1), np.where(valid, cap + 1 - np.minimum(opt_cost, cap + 1), cap + 1)))
+    gain = np.column_stack((np.zeros(n_groups), np.where(valid, opt_value, 0.0)))
+    # hist[r, cap + 1 + w]: most value over the documents before r at used capacity w; -inf absorbs w < 0
+    hist = np.full((n_groups + 1, 2 * (cap + 1)), -np.inf)
+    hist[0, cap + 1] = 0.0
+    step = hist.strides[1]
+    window = np.lib.stride_tricks.as_strided(hist, (n_groups + 1, cap + 2, cap + 1), (hist.strides[0], step, step),
+                                             writeable=False)
+    for r in range(n_groups):
+        value = window[r, shift[r]]  # a copy
+        value += gain[r, :, None]
+        np.maximum.reduce(value, axis=0, out=hist[r + 1, cap + 1:])
+    w = int(np.argmax(hist[n_groups, cap + 1:]))
     chosen: list[int] = []
-    after = best
-    for r in range(len(tables) - 1, -1, -1):
-        if after[w] > before[r, w]:  # this document's best option improved capacity w: it was taken
-            subsets, opt_cost, opt_value = tables[r]
-            row = before[r]
-            option = [row[w - c] + v if c <= w else -np.inf for c, v in zip(opt_cost, opt_value)]
+    for r in range(n_groups - 1, -1, -1):
+        row = hist[r, cap + 1:]
+        if hist[r + 1, cap + 1 + w] > row[w]:  # this document's best option improved capacity w: it was taken
+            costs = opt_cost[r].tolist()
+            option = [row[w - c] + v if ok and c <= w else -np.inf
+                      for c, v, ok in zip(costs, opt_value[r].tolist(), valid[r].tolist())]
             k = option.index(max(option))  # the first best option, as argmax over the options picks it
-            chosen.extend(subsets[k])
-            w -= opt_cost[k]
-        after = before[r]
+            chosen.extend(grouped[[a[r, k]] if second[k] < 0 else [a[r, k], b[r, k]]].tolist())
+            w -= costs[k]
     return chosen
 
 

@@ -21,8 +21,10 @@ lazy greedy reproduce the plain greedy bit for bit.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 import numpy as np
 
@@ -40,6 +42,7 @@ __all__ = [
     "SubmodularObjective",
     "SubmodularWeights",
     "query_incidence",
+    "term_incidence",
     "quantise",
 ]
 
@@ -79,17 +82,28 @@ def query_incidence(query: str, texts: Sequence[str]) -> tuple[tuple[str, ...], 
 
     Terms are :func:`~rootweaver_innovations.retrieval.bm25_tokenize` tokens of the query
     (lowercase words, stop words out); a text contains a term when the term is one of the
-    text's own ``bm25_tokenize`` tokens (found by substring search with word-boundary checks).
+    text's own ``bm25_tokenize`` tokens (see :func:`term_incidence`).
     """
     terms = tuple(dict.fromkeys(bm25_tokenize(query)))
-    inc = np.zeros((len(texts), len(terms)), dtype=bool)
-    if not terms:
-        return terms, inc
-    lowered = [t.lower() for t in texts]  # may change lengths ("İ" -> 2 chars): use these
+    return terms, term_incidence(terms, [t.lower() for t in texts] if terms else texts)
+
+
+def term_incidence(terms: Sequence[str], lowered: Sequence[str]) -> np.ndarray:
+    """``bool[n, T]``: whether ``terms[k]`` (a run of ``\\w`` characters) occurs in the
+    already lowercased text ``lowered[i]`` bounded by non-word characters or the text's ends,
+    i.e. is one of its ``\\w+`` tokens.
+
+    Each term is searched once in all texts joined; a text holding it is passed at once, and
+    an unbounded occurrence is skipped whole (an occurrence starting inside it follows a word
+    character).
+    """
+    inc = np.zeros((len(lowered), len(terms)), dtype=bool)
+    if not terms or not lowered:
+        return inc
     joined = "\n" + "\n".join(lowered) + "\n"  # "\n" is not a word character
-    ends = np.cumsum([len(t) + 1 for t in lowered]) + 1
+    starts = list(accumulate((len(t) + 1 for t in lowered), initial=1))  # text i: joined[starts[i]:starts[i + 1] - 1]
     find = joined.find
-    starts: list[int] = []
+    rows: list[int] = []
     cols: list[int] = []
     for k, term in enumerate(terms):
         width = len(term)
@@ -97,12 +111,14 @@ def query_incidence(query: str, texts: Sequence[str]) -> tuple[tuple[str, ...], 
         while at >= 0:
             before, after = joined[at - 1], joined[at + width]
             if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):  # re's \w
-                starts.append(at)
+                i = bisect_right(starts, at) - 1
+                rows.append(i)
                 cols.append(k)
-            at = find(term, at + 1)
-    if starts:
-        inc[np.searchsorted(ends, starts, side="right"), cols] = True
-    return terms, inc
+                at = find(term, starts[i + 1])
+            else:
+                at = find(term, at + width)
+    inc[rows, cols] = True
+    return inc
 
 
 def _indices(idx: np.ndarray | Sequence[int] | None) -> np.ndarray | slice:
