@@ -144,10 +144,12 @@ class Knapsack:
         n = len(texts)
         if headers and len(headers) != n:
             raise ValueError(f"headers must have one entry per text ({n}), got {len(headers)}")
-        sep = budget.measure(budget.separator) if budget.separator else 0
+        counter = budget.token_counter
+        measure = len if counter is None else counter.count  # budget.measure, looked up once
+        sep = measure(budget.separator) if budget.separator else 0
         self.budget = budget
         self.capacity = budget.limit + sep
-        self.item = np.fromiter((budget.measure(t) + sep for t in texts), dtype=np.int64, count=n)
+        self.item = np.fromiter((measure(t) + sep for t in texts), dtype=np.int64, count=n)
         distinct: dict[Header, int] = {}
         group = np.full(n, 0, dtype=np.int64)  # group 0 is "no header", cost 0, always paid
         for i, h in enumerate(headers):
@@ -155,7 +157,7 @@ class Knapsack:
                 group[i] = distinct.setdefault(h, len(distinct) + 1)
         self.headers: tuple[Header, ...] = tuple(distinct)
         self.group = group
-        self.group_cost = np.array([0] + [budget.measure(h.text) + sep for h in distinct], dtype=np.int64)
+        self.group_cost = np.array([0] + [measure(h.text) + sep for h in distinct], dtype=np.int64)
         self.reset()
 
     def reset(self) -> None:

@@ -58,19 +58,26 @@ class Candidate:
     sub_query: str | None = None
 
     def __post_init__(self) -> None:
+        rel, hop = self.relevance, self.hop
+        if (  # the common case, all fields plainly valid, in one pass; anything else is checked one by one
+            type(self.id) is str and self.id and type(self.doc_id) is str and type(self.text) is str
+            and self.text and not self.text.isspace() and type(self.position) is int and self.position >= 0
+            and type(rel) is float and 0.0 <= rel < math.inf and (hop is None or (type(hop) is int and hop >= 0))
+            and (self.version is None or type(self.version) is str) and (self.source is None or type(self.source) is str)
+            and (self.body is None or type(self.body) is str) and (self.sub_query is None or type(self.sub_query) is str)
+        ):
+            return
         if not isinstance(self.id, str) or not self.id:
             raise ValueError(f"candidate id must be a non-empty str, got {self.id!r}")
         if not isinstance(self.doc_id, str):
             raise ValueError(f"candidate {self.id!r}: doc_id must be a str, got {self.doc_id!r}")
         if not isinstance(self.text, str) or not self.text or self.text.isspace():
             raise ValueError(f"candidate {self.id!r}: text must be a str with visible content")
-        if type(self.position) is not int or self.position < 0:  # the common case, checked cheaply
-            _check_int(f"candidate {self.id!r}: position", self.position, 0)
-        rel = self.relevance
+        _check_int(f"candidate {self.id!r}: position", self.position, 0)
         if isinstance(rel, bool) or not isinstance(rel, (int, float)) or not math.isfinite(rel) or rel < 0:
             raise ValueError(f"candidate {self.id!r}: relevance must be a finite number >= 0, got {rel!r}")
-        if self.hop is not None and (type(self.hop) is not int or self.hop < 0):
-            _check_int(f"candidate {self.id!r}: hop", self.hop, 0)
+        if hop is not None:
+            _check_int(f"candidate {self.id!r}: hop", hop, 0)
         for name, value in (("version", self.version), ("source", self.source), ("body", self.body),
                             ("sub_query", self.sub_query)):
             if value is not None and not isinstance(value, str):
@@ -190,9 +197,7 @@ def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
     items = [f for f in facts if f.body]
     scores = _okapi([_fact_terms(f.title, f.sentence) for f in items], bm25_tokenize(question))
     return [
-        Candidate(
-            id=f"{f.passage_id}#{f.sentence_index}", doc_id=f.passage_id, text=f.line, position=k,
-            relevance=max(0.0, score), source=f.title, body=f.body, hop=f.hop, sub_query=f.sub_query,
-        )
+        Candidate(f"{f.passage_id}#{f.sentence_index}", f.passage_id, f.line, k, max(0.0, score), None, f.title, f.body,
+                  f.hop, f.sub_query)
         for k, (f, score) in enumerate(zip(items, scores))
     ]

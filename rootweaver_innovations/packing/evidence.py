@@ -249,7 +249,10 @@ class _Structure:
     doc_rank: np.ndarray  # per sentence: its document's retrieval rank
     in_doc: np.ndarray  # per sentence: its index inside its document (position order)
     titles: list[str]  # per document: lowercased title without a trailing "(...)"
+    contents: list[str]  # per sentence: Candidate.content
     lowered: list[str]  # per sentence: lowercased text
+    joined: str  # the lowered texts joined by "\n" (search them with _holders)
+    ends: list[int]  # offset in `joined` just past each text's "\n"
     links: np.ndarray  # (n_doc, n_doc) bool: document j has a sentence naming document k's title
     bridge_out: np.ndarray  # per sentence: names another document's title
     title_in_q: np.ndarray  # per document
@@ -291,12 +294,13 @@ def _structure(problem: PackingProblem) -> _Structure:
     doc_list = doc.tolist()
     first_of = dict(zip(reversed(doc_list), range(n - 1, -1, -1)))  # document -> its first candidate
     titles = [_bare_title(cands[first_of[d]].source_key) if d in first_of else "" for d in range(n_doc)]
-    lowered = [c.content.lower() for c in cands]  # lowercasing may change lengths: offsets from these
+    contents = [c.content for c in cands]
+    lowered = [t.lower() for t in contents]  # lowercasing may change lengths: offsets from these
     joined = "\n".join(lowered)
     ends = list(accumulate(len(t) + 1 for t in lowered))
     entities = [""] * n_doc
     for i in np.flatnonzero(in_doc == 0).tolist():
-        entities[doc_list[i]] = _lead_entity(cands[i].content)
+        entities[doc_list[i]] = _lead_entity(contents[i])
     holders = {t: _holders(t, joined, ends) for t in {*titles, *entities}}  # titles and entities often agree
     links, bridge_out = _link_matrix(titles, doc_list, holders, n)
     q_low = problem.query.lower()
@@ -327,8 +331,9 @@ def _structure(problem: PackingProblem) -> _Structure:
         terms = tuple(dict.fromkeys(bm25_tokenize(sq)))  # share of the sub-query's bm25 terms among the sentence's
         if terms:
             sub_coverage[members] = term_incidence(terms, [lowered[i] for i in members]).sum(axis=1) / len(terms)
-    return _Structure(rel, positions, doc_best, doc_share, doc_rank, in_doc, titles, lowered, links, bridge_out,
-                      title_in_q, entities, entity_links, entity_out, entity_in_q, named_by_rel, doc_hop.astype(np.float64),
+    return _Structure(rel, positions, doc_best, doc_share, doc_rank, in_doc, titles, contents, lowered, joined, ends,
+                      links, bridge_out, title_in_q, entities, entity_links, entity_out, entity_in_q, named_by_rel,
+                      doc_hop.astype(np.float64),
                       sub_entity, sub_coverage)
 
 
@@ -351,10 +356,11 @@ def _document_features(problem: PackingProblem, s: _Structure) -> dict[str, np.n
         len(set(w) & q_words) / max(1, len(set(w))) for w in (_WORD.findall(t) for t in s.titles)
     ])
     q_caps = {w.lower() for w in _CAPITAL.findall(problem.query)[1:]}
-    doc_lines: list[list[str]] = [[] for _ in range(n_doc)]
-    for low, d in zip(s.lowered, doc.tolist()):
-        doc_lines[d].append(low)
-    caps = np.array([sum(map(text.__contains__, q_caps)) / max(1, len(q_caps)) for text in map("\n".join, doc_lines)])
+    caps = np.zeros(n_doc)  # per document: how many of q_caps a sentence of it contains (none spans a "\n")
+    doc_list = doc.tolist()
+    for w in q_caps:
+        caps[list({doc_list[i] for i in _holders(w, s.joined, s.ends)})] += 1.0
+    caps /= max(1, len(q_caps))
     ent_named_by = s.entity_links.any(axis=0)
     eq = s.entity_in_q.astype(bool)
     ent_named_by_q = s.entity_links[eq].any(axis=0)
@@ -410,20 +416,18 @@ def _sentence_features(problem: PackingProblem, s: _Structure, q: np.ndarray) ->
     in_q = q_low.__contains__
     n_q_capitals, n_head = max(1, len(q_capitals)), max(1, len(head))
     title_head = [t[:20] if t else None for t in s.titles]
-    rows = []
-    for text, low, d in zip((c.content for c in cands), s.lowered, doc.tolist()):
-        caps, numbers, year, pronoun, born = _parse(text)
-        title = title_head[d]
-        rows.append((
-            min(5, len(caps) - 1 - sum(map(in_q, caps[1:])) if caps else 0) / 5,  # capitals not in the question
-            len(q_capitals.intersection(caps)) / n_q_capitals,
-            year, not all(map(in_q, numbers)), bool(numbers), pronoun, born,
-            title is not None and low.startswith(title),
-            sum(map(low.__contains__, head)) / n_head,
-        ))
-    new_caps, q_caps, has_year, new_number, digit, pronoun, born, starts_title, head_words = np.array(
-        rows, dtype=np.float64
-    ).T
+    caps, numbers, has_year, pronoun, born = zip(*map(_parse, s.contents))
+    new_caps = np.array([min(5, len(c) - 1 - sum(map(in_q, c[1:])) if c else 0) for c in caps]) / 5
+    q_caps = np.array([len(q_capitals.intersection(c)) for c in caps]) / n_q_capitals
+    new_number = np.array([not all(map(in_q, x)) for x in numbers], dtype=np.float64)
+    digit = np.array([bool(x) for x in numbers], dtype=np.float64)
+    has_year, pronoun, born = (np.array(x, dtype=np.float64) for x in (has_year, pronoun, born))
+    starts_title = np.array([t is not None and low.startswith(t)
+                             for t, low in zip(map(title_head.__getitem__, doc.tolist()), s.lowered)], dtype=np.float64)
+    head_words = np.zeros(n)  # how many head words each sentence contains (a word never spans a "\n")
+    for w in head:
+        head_words[_holders(w, s.joined, s.ends)] += 1.0
+    head_words /= n_head
     lead = (s.in_doc == 0).astype(np.float64)
     bridge_in = s.links.any(axis=0)[doc].astype(np.float64)
     q_doc = q[doc]
@@ -678,16 +682,15 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     opt_value = np.where(single, bonus_r + g_p[a] - params.price, bonus_r + (g_p[a] + g_p[b]) - 2 * params.price)
     # row 0 leaves the document out; shift[r, k] indexes `window[r]`: window[r, cap + 1 - c][w] = hist[r, w - c]
     shift = np.column_stack((np.full(n_groups, cap + 1), np.where(valid, cap + 1 - np.minimum(opt_cost, cap + 1), cap + 1)))
-    gain = np.column_stack((np.zeros(n_groups), np.where(valid, opt_value, 0.0)))
+    gain = np.column_stack((np.zeros(n_groups), np.where(valid, opt_value, 0.0)))[:, :, None]
     # hist[r, cap + 1 + w]: most value over the documents before r at used capacity w; -inf absorbs w < 0
     hist = np.full((n_groups + 1, 2 * (cap + 1)), -np.inf)
     hist[0, cap + 1] = 0.0
-    step = hist.strides[1]
-    window = np.lib.stride_tricks.as_strided(hist, (n_groups + 1, cap + 2, cap + 1), (hist.strides[0], step, step),
-                                             writeable=False)
+    cell = hist.itemsize
+    window = np.ndarray((n_groups + 1, cap + 2, cap + 1), hist.dtype, hist, strides=(hist.strides[0], cell, cell))
     for r in range(n_groups):
         value = window[r, shift[r]]  # a copy
-        value += gain[r, :, None]
+        value += gain[r]
         np.maximum.reduce(value, axis=0, out=hist[r + 1, cap + 1:])
     w = int(np.argmax(hist[n_groups, cap + 1:]))
     chosen: list[int] = []
