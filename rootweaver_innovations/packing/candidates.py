@@ -150,13 +150,15 @@ def _okapi(docs: Sequence[_DocTerms], query: Sequence[str]) -> list[float]:
     terms = list(dict.fromkeys(query))
     if n == 0 or not terms:
         return [0.0] * n
-    tf = np.array([[d.counts.get(t, 0) for t in terms] for d in docs], dtype=np.float64)  # (docs, terms)
+    counts = [d.counts for d in docs]
+    tf = np.fromiter([c.get(t, 0) for t in terms for c in counts], dtype=np.float64,  # (docs, terms), by term
+                     count=n * len(terms)).reshape(len(terms), n).T
     freq = np.count_nonzero(tf, axis=0).astype(np.float64)
     present = freq > 0
     idf = np.log(n - freq + 0.5) - np.log(freq + 0.5)
     if (idf[present] < 0).any():
         idf = np.where(idf < 0, OKAPI_EPSILON * _mean_idf(docs), idf)
-    lengths = np.fromiter((d.length for d in docs), dtype=np.float64, count=n)
+    lengths = np.array([d.length for d in docs], dtype=np.float64)
     avgdl = float(lengths.mean())
     norm = OKAPI_K1 * (1 - OKAPI_B + OKAPI_B * lengths / avgdl) if avgdl else np.full(n, OKAPI_K1)
     gain = idf * tf * (OKAPI_K1 + 1) / (tf + norm[:, None])  # 0.0 where a doc lacks the term
