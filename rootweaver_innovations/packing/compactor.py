@@ -56,13 +56,9 @@ class PackingCompactor:
         facts_at = {line: f for f, line in zip(request.facts, layout.fact_lines)}
         kept_lines = sorted(line_of[p.candidate.id] for p in res.packet)
         step = {line_of[p.candidate.id]: p.step for p in res.packet}
-        covered = set(kept_lines)
         dropped = [DroppedLine(line_of[o.candidate.id], o.candidate.text, o.reason) for o in res.omissions]
-        covered.update(d.position for d in dropped)
-        for i, line in enumerate(lines):
-            if i not in covered:
-                reason = REASON_HOP_HEADER if i in layout.header_lines else REASON_BLANK
-                dropped.append(DroppedLine(i, line, reason))
+        for i in set(range(len(lines))).difference(kept_lines, [d.position for d in dropped]):
+            dropped.append(DroppedLine(i, lines[i], REASON_HOP_HEADER if i in layout.header_lines else REASON_BLANK))
         return CompactionResult(
             text=res.text,
             kept=tuple(KeptLine(i, lines[i], step[i]) for i in kept_lines),

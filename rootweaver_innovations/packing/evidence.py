@@ -177,20 +177,24 @@ def _lead_entity(text: str) -> str:
         w = raw.strip(",;:\"“”()")
         if not w or raw[0] == "(":
             break
-        low = w.lower()
-        if k == 0 and low in _ENTITY_SKIP:
-            continue
-        if not out and low in STOP_WORDS:  # "In 1912, ...", "As the ...": no name leads
-            return ""
-        if w[0].isupper() or w[0].isdigit():
-            out.extend(pending)
-            pending = []
-            out.append(w)
-            if raw != w and not raw.endswith("'s"):  # punctuation ends the name
+        if not out:  # the name's first word: after an optional leading article, never a stop word
+            low = w.lower()
+            if k == 0 and low in _ENTITY_SKIP:
+                continue
+            if low in STOP_WORDS:  # "In 1912, ...", "As the ...": no name leads
+                return ""
+            if not (w[0].isupper() or w[0].isdigit()):
                 break
-        elif out and low in _ENTITY_JOIN:
+        elif w[0].isupper() or w[0].isdigit():
+            out += pending
+            pending = []
+        elif w.lower() in _ENTITY_JOIN:
             pending.append(w)
+            continue
         else:
+            break
+        out.append(w)
+        if raw != w and not raw.endswith("'s"):  # punctuation ends the name
             break
     name = " ".join(out)
     low = name.lower()
@@ -352,9 +356,7 @@ def _document_features(problem: PackingProblem, s: _Structure) -> dict[str, np.n
     names_q = s.links[:, tq].any(axis=1)
     q_low = problem.query.lower()
     q_words = set(_WORD.findall(q_low))
-    overlap = np.array([
-        len(set(w) & q_words) / max(1, len(set(w))) for w in (_WORD.findall(t) for t in s.titles)
-    ])
+    overlap = np.array([len(w & q_words) / max(1, len(w)) for w in (set(_WORD.findall(t)) for t in s.titles)])
     q_caps = {w.lower() for w in _CAPITAL.findall(problem.query)[1:]}
     caps = np.zeros(n_doc)  # per document: how many of q_caps a sentence of it contains (none spans a "\n")
     doc_list = doc.tolist()
