@@ -105,7 +105,7 @@ class EvidenceParams:
     ``max_per_doc`` (1 or 2) how many it may take from one document; ``max_cover_docs``
     (>= 1) how many documents, those with the largest coverage bonus, enter the knapsack (the
     rest can still be taken by the fill), which bounds its memory at
-    ``max_cover_docs x (capacity + 1)`` cells however long the input. Bad values raise
+    ``2 x (max_cover_docs + 1) x (capacity + 1)`` cells however long the input. Bad values raise
     ``ValueError``.
     """
 
