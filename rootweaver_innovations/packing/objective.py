@@ -85,7 +85,7 @@ def query_incidence(query: str, texts: Sequence[str]) -> tuple[tuple[str, ...], 
     text's own ``bm25_tokenize`` tokens (see :func:`term_incidence`).
     """
     terms = tuple(dict.fromkeys(bm25_tokenize(query)))
-    return terms, term_incidence(terms, [t.lower() for t in texts] if terms else texts)
+    return terms, term_incidence(terms, [t.lower() for t in texts])
 
 
 def term_incidence(terms: Sequence[str], lowered: Sequence[str]) -> np.ndarray:
