@@ -227,19 +227,19 @@ def _holders(name: str, joined: str, ends: list[int]) -> list[int]:
 
 
 def _link_matrix(names: list[str], doc_list: list[int], holders: Mapping[str, list[int]], n: int
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(links, out)``: ``links[j, k]`` when a sentence of document j contains document k's
-    name; ``out[i]`` when sentence i contains another document's name. ``holders[name]``
-    lists the sentences containing ``name`` (:func:`_holders`)."""
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(links, out, sentence, named)``: ``links[j, k]`` when a sentence of document j contains
+    document k's name; ``out[i]`` when sentence i contains another document's name; each pair
+    ``(sentence[m], named[m])`` is a sentence and the other document whose name it contains.
+    ``holders[name]`` lists the sentences containing ``name`` (:func:`_holders`)."""
     n_doc = len(names)
     found = [(i, d) for d, t in enumerate(names) for i in holders[t] if doc_list[i] != d]
+    sentence, named = np.array(found, dtype=np.int64).reshape(-1, 2).T
     links = np.zeros((n_doc, n_doc), dtype=bool)
+    links[np.asarray(doc_list)[sentence], named] = True
     out = np.zeros(n)
-    if found:
-        sentence, named = np.array(found).T
-        out[sentence] = 1.0
-        links[np.asarray(doc_list)[sentence], named] = True
-    return links, out
+    out[sentence] = 1.0
+    return links, out, sentence, named
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -306,17 +306,15 @@ def _structure(problem: PackingProblem) -> _Structure:
     for i in np.flatnonzero(in_doc == 0).tolist():
         entities[doc_list[i]] = _lead_entity(contents[i])
     holders = {t: _holders(t, joined, ends) for t in {*titles, *entities}}  # titles and entities often agree
-    links, bridge_out = _link_matrix(titles, doc_list, holders, n)
+    links, bridge_out, naming, named = _link_matrix(titles, doc_list, holders, n)
     q_low = problem.query.lower()
     title_in_q = np.array([1.0 if t and t in q_low else 0.0 for t in titles])
 
-    entity_links, entity_out = _link_matrix(entities, doc_list, holders, n)
+    entity_links, entity_out, entity_naming, entity_named = _link_matrix(entities, doc_list, holders, n)
     entity_in_q = np.array([1.0 if e and e in q_low else 0.0 for e in entities])
-    named_by_rel = np.zeros(n_doc)
-    for d in range(n_doc):
-        naming = [i for name in {titles[d], entities[d]} if name for i in holders[name] if doc_list[i] != d]
-        if naming:
-            named_by_rel[d] = rel[naming].max()
+    named_by_rel = np.full(n_doc, -np.inf)  # the best rel of a sentence naming it by title or entity, else 0
+    np.maximum.at(named_by_rel, np.concatenate((named, entity_named)), rel[np.concatenate((naming, entity_naming))])
+    named_by_rel[named_by_rel == -np.inf] = 0.0
     doc_hop = np.full(n_doc, np.iinfo(np.int64).max)
     hops = np.fromiter((c.hop or 0 for c in cands), dtype=np.int64, count=n)
     np.minimum.at(doc_hop, doc, hops)
