@@ -291,8 +291,6 @@ def compact_lines(
     1 = the line sits in the latest hop block (at or after the last hop header; the whole
     text when there is none); 2 = the rest. Within a band, lines with more key terms of
     ``question`` come first, then earlier lines. Raises ``ValueError`` if
-    ``max_chars < 1``. Equal to ``fit_lines(rank_lines(...), max_chars)``.
+    ``max_chars < 1`` (:func:`fit_lines` checks it). Equal to ``fit_lines(rank_lines(...), max_chars)``.
     """
-    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
-        raise ValueError(f"max_chars must be a positive int, got {max_chars!r}")
     return fit_lines(rank_lines(context, question=question, open_terms=open_terms), max_chars)

@@ -5,9 +5,11 @@
 packer already uses, so no second model), then cuts from it the span the question asks
 for: a date or year for *when* questions, a number for *how many/much/long/old*, one of
 the named options for *A or B* questions, else the first capitalised name the question does
-not already contain (a one-word sentence opener such as "According" only when no other fits) (the loop's own :func:`~rootweaver_innovations.hops.entity_spans` and
-:func:`~rootweaver_innovations.hops.comparison_entities`). With no such span the whole sentence is the answer. The cited line
-is always the sentence's context line, so a reader of the output can check the span.
+not already contain, a one-word sentence opener such as "According" only when no other fits
+(names and options come from the loop's own :func:`~rootweaver_innovations.hops.entity_spans`
+and :func:`~rootweaver_innovations.hops.comparison_entities`). With no such span the whole
+sentence is the answer. The cited line is always the sentence's context line, so a reader of
+the output can check the span.
 """
 
 from __future__ import annotations
