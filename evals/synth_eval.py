@@ -23,7 +23,6 @@ from dataclasses import asdict
 
 import numpy as np
 
-from rootweaver_innovations.compaction import CompactionRequest
 from rootweaver_innovations.corpus import QARow
 from rootweaver_innovations.diagnostics import answer_in_context, gold_doc_coverage, paired_bootstrap_ci
 from rootweaver_innovations.multihop import MultiHopRAG, MultiHopResult
@@ -105,8 +104,7 @@ def run_synth_eval(
             identical &= all(a.trajectory() == b.trajectory() for a, b in zip(results, offs))
             kept = [{f.passage_id for f in res.compaction.kept_facts} for res in results]
             scores = _scores(rows, pool, results, [res.synth_context for res in results], kept)
-            seed_texts = [compactor(CompactionRequest(s.question, s.facts, tuple(h.sub_query for h in s.hops),
-                                                      s.open_terms, budget)).text for s in seeds]
+            seed_texts = [compactor(s.compaction_request(budget)).text for s in seeds]
             cell = {"strategy": strategy, "unit": budget.unit, "limit": budget.limit, "scores": scores,
                     "seed_aic": [float(answer_in_context(r.answer, t)) for r, t in zip(rows, seed_texts)
                                  if not _yes_no(r)],

@@ -645,11 +645,7 @@ class LLMSynthesizer:
         rendered when there are facts, else the compacted text (and no facts)."""
         if not facts:
             return compact_lines(context, max_chars=max_chars, question=question, open_terms=()).text, ()
-        hop_queries = [""] * (max(f.hop for f in facts) + 1)
-        for f in facts:
-            hop_queries[f.hop] = hop_queries[f.hop] or f.sub_query
-        request = CompactionRequest(question, facts, tuple(hop_queries), (), Budget(max_chars, "chars"))
-        kept = _LINE_COMPACTOR(request).kept_facts
+        kept = _LINE_COMPACTOR(CompactionRequest.of_facts(question, facts, Budget(max_chars, "chars"))).kept_facts
         return "\n".join(f.line for f in kept), kept
 
     def fit(self, question: str, synth_context: str, facts: Sequence[Fact] = ()) -> tuple[str, tuple[Fact, ...], int]:

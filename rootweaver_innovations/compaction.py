@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from operator import itemgetter
@@ -112,6 +112,16 @@ class CompactionRequest:
     hop_queries: tuple[str, ...]
     open_terms: tuple[str, ...]
     budget: Budget
+
+    @classmethod
+    def of_facts(cls, question: str, facts: Sequence[Fact], budget: Budget) -> CompactionRequest:
+        """A request over facts without their loop (a reader cutting its own prompt): each
+        hop's query is the ``sub_query`` its facts carry, ``""`` for a hop none of them has;
+        no open terms."""
+        hop_queries = [""] * (max((f.hop for f in facts), default=-1) + 1)
+        for f in facts:
+            hop_queries[f.hop] = hop_queries[f.hop] or f.sub_query
+        return cls(question, tuple(facts), tuple(hop_queries), (), budget)
 
     @functools.cached_property
     def layout(self) -> ContextLayout:

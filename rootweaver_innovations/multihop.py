@@ -127,6 +127,12 @@ class MultiHopResult:
         """(sub-query, retrieved ids) per hop: what must not change with compaction."""
         return tuple((h.sub_query, h.retrieved_ids) for h in self.hops)
 
+    def compaction_request(self, budget: Budget) -> CompactionRequest:
+        """What a compactor is handed for this trajectory under ``budget`` (the loop's own
+        request; an eval compacting a stored result the way the product would uses it too)."""
+        return CompactionRequest(self.question, self.facts, tuple(h.sub_query for h in self.hops),
+                                 self.open_terms, budget)
+
 
 def _fact_tokens(facts: Sequence[Fact]) -> set[str]:
     """Lowercase whitespace tokens of the facts' context lines (hop headers are not facts)."""
@@ -353,13 +359,6 @@ class MultiHopRAG:
             t for q in final_subs if not is_answered(q, tokens, self.answerability_threshold)
             for t in reasoning_key_terms(q)
         ))
-        compaction = None
-        synth = context
-        if self.compaction_enabled:
-            compaction = self.compactor(CompactionRequest(
-                question, tuple(facts), tuple(h.sub_query for h in hops), open_terms, self.compaction_budget
-            ))
-            synth = compaction.text
         result = MultiHopResult(
             question=question,
             hops=tuple(hops),
@@ -367,10 +366,14 @@ class MultiHopRAG:
             sub_queries=final_subs,
             open_terms=open_terms,
             full_context=context,
-            synth_context=synth,
+            synth_context=context,
             facts=tuple(facts),
-            compaction=compaction,
+            compaction=None,
         )
+        if self.compaction_enabled:
+            compaction = self.compactor(result.compaction_request(self.compaction_budget))
+            result = dataclasses.replace(result, synth_context=compaction.text, compaction=compaction)
         if self.synthesizer is None:
             return result
-        return dataclasses.replace(result, answer=self.synthesizer(question, synth, result.synth_facts))
+        return dataclasses.replace(
+            result, answer=self.synthesizer(question, result.synth_context, result.synth_facts))

@@ -11,11 +11,13 @@ from rootweaver_innovations.compaction import (
     REASON_BUDGET,
     REASON_DUPLICATE,
     REASON_ORPHAN_HEADER,
+    CompactionRequest,
     compact_lines,
     fit_lines,
     rank_lines,
     reasoning_key_terms,
 )
+from strategies import compaction_requests
 
 WORDS = ["alpha", "beta", "gamma", "delta", "river", "born", "film", "the", "and", "Paris", "1923", "x"]
 fact_line = st.lists(st.sampled_from(WORDS), min_size=1, max_size=12).map(" ".join).map(lambda s: f"Title | {s}")
@@ -145,3 +147,18 @@ def test_hits_are_whole_whitespace_tokens_of_the_lowercased_line():
     # only "Film" (bounded by a no-break space) is a token equal to an open term; a term with
     # a space is never a token; "films", "reborn" and "film?" are other tokens
     assert [(band, i) for band, _overlap, i in ranking.ranked if band == 0] == [(0, 2)]
+
+
+@given(request=compaction_requests(), keep=st.lists(st.booleans(), max_size=14))
+@settings(max_examples=300, deadline=None)
+def test_a_request_rebuilt_from_a_subset_of_facts_keeps_each_facts_hop_query(request, keep):
+    """``CompactionRequest.of_facts`` (a reader cutting its prompt holds only the kept facts):
+    every fact's hop indexes the rebuilt hop queries and finds its own sub-query there;
+    hops none of the facts came from are blank; the layout renders without error."""
+    facts = tuple(f for f, k in zip(request.facts, keep) if k)
+    rebuilt = CompactionRequest.of_facts(request.question, facts, request.budget)
+    assert rebuilt.facts == facts and rebuilt.open_terms == ()
+    assert len(rebuilt.hop_queries) == (max(f.hop for f in facts) + 1 if facts else 0)
+    assert all(rebuilt.hop_queries[f.hop] == f.sub_query for f in facts)
+    assert all(q == "" for h, q in enumerate(rebuilt.hop_queries) if h not in {f.hop for f in facts})
+    assert [rebuilt.layout.text.split("\n")[i] for i in rebuilt.layout.fact_lines] == [f.line for f in facts]
