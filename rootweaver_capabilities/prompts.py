@@ -3,7 +3,8 @@
 Evidence-based generation (EBG) numbers the context's fact lines ``i: <line>`` (hop
 headers stay unnumbered: they are structure and must not be cited) and asks for a JSON
 object ``{"answer": ..., "evidence": [line ids]}``. A malformed reply is retried once
-with a corrective turn, then reported as malformed (never dropped). Scoring replies
+with a corrective turn, then reported as malformed (never dropped). Both prompts name the
+two options of a choice question ("..., A or B?") after the question. Scoring replies
 against gold labels (Ans / Evid / Joint, the judge) lives in :mod:`evals.scoring`.
 """
 
@@ -14,6 +15,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from rootweaver_innovations.comparison import choice_options
 from rootweaver_innovations.context_format import is_header
 from rootweaver_innovations.multihop import Answer
 from rootweaver_innovations.records import Fact
@@ -113,17 +115,25 @@ def number_context(synth_context: str) -> NumberedContext:
     return NumberedContext("\n".join(rendered), tuple(lines))
 
 
+def _ask(question: str) -> str:
+    """The question line, and for a choice question (``choice_options``) a line naming its
+    two options: without it the small reader sometimes answers with neither."""
+    options = choice_options(question)
+    hint = f"\nThe answer is one of: {options[0]}; {options[1]}." if options else ""
+    return f"Question: {question}{hint}"
+
+
 def answer_only_messages(question: str, context: str) -> list[dict[str, str]]:
     return [
         {"role": "system", "content": ANSWER_SYSTEM},
-        {"role": "user", "content": f"Context:\n{context}\n\nQuestion: {question}\nAnswer:"},
+        {"role": "user", "content": f"Context:\n{context}\n\n{_ask(question)}\nAnswer:"},
     ]
 
 
 def evidence_messages(question: str, numbered: NumberedContext) -> list[dict[str, str]]:
     return [
         {"role": "system", "content": EVIDENCE_SYSTEM},
-        {"role": "user", "content": f"Context:\n{numbered.text}\n\nQuestion: {question}\nJSON:"},
+        {"role": "user", "content": f"Context:\n{numbered.text}\n\n{_ask(question)}\nJSON:"},
     ]
 
 

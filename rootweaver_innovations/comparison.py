@@ -24,7 +24,7 @@ from .hops import comparison_entities, title_keys
 from .multihop import Answer, Synthesizer
 from .records import Fact
 
-__all__ = ["COMPARISON_METHOD", "DateComparingSynthesizer", "DateComparison", "compare_dates"]
+__all__ = ["COMPARISON_METHOD", "DateComparingSynthesizer", "DateComparison", "choice_options", "compare_dates"]
 
 COMPARISON_METHOD = "computed: date comparison"
 
@@ -35,6 +35,23 @@ _DEATH = re.compile(r"\b(?:died|die|death|passed away)\b", re.IGNORECASE)
 _BIRTH = re.compile(r"\b(?:born|birth|older|oldest|younger|youngest)\b", re.IGNORECASE)
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _RELATION = re.compile(r"\bwhose\b|\b(?:has|with) the \w+ (?:who|that)\b", re.IGNORECASE)  # another entity's date
+_QUESTION_WORD = re.compile(r"^(?:Which|What|Who|Whom|Whose|Was|Were|Is|Are|Did|Do|Does|Has|Have)\b\s*(?:(?:The|A|An)\s+)?")
+
+
+def choice_options(question: str) -> tuple[str, str] | None:
+    """The two options a choice question offers ("Which ..., A or B?", "Between A and B,
+    who ...?"), for a reader to choose from; ``None`` for any other question, a yes/no one
+    such as "Are A and B both ...?" included. An option's leading question word ("Was A or
+    B ...?") is not part of it, nor an article after it (as entity spans drop it)."""
+    question = " ".join(question.split())
+    options = comparison_entities(question)
+    if options is None:
+        return None
+    _, sep, tail = question.rpartition(" or ")
+    if not (sep and options[1] in tail) and not question.startswith("Between "):
+        return None
+    a, b = (_QUESTION_WORD.sub("", option) for option in options)
+    return (a, b) if a and b and a != b else None
 
 
 @dataclass(frozen=True, slots=True)

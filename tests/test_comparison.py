@@ -1,11 +1,17 @@
-"""Date comparisons: read from each option's own passage, symmetric, and handed on when unsettled."""
+"""Choice questions: their two options, and date comparisons read from each option's own
+passage, symmetric, and handed on when unsettled."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.comparison import COMPARISON_METHOD, DateComparingSynthesizer, compare_dates
+from rootweaver_innovations.comparison import (
+    COMPARISON_METHOD,
+    DateComparingSynthesizer,
+    choice_options,
+    compare_dates,
+)
 from rootweaver_innovations.multihop import Answer
 from rootweaver_innovations.records import Fact
 
@@ -92,3 +98,28 @@ def test_any_question_and_facts_give_none_or_a_named_option(question, pairs):
     if found is not None:
         assert found.answer in " ".join(question.split())
         assert found.years[0] != found.years[1] and set(found.facts) <= set(facts)
+
+
+NAMES = ["Ann Corvell", "Tomas Reyk", "Lake Worth Lagoon", "The Frames", "Dal Lake", "Harvey Pekar"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(NAMES), st.sampled_from(NAMES), st.sampled_from(["Which", "Who", "Was", "Is"]),
+       st.sampled_from(["is older", "has more members", "was founded first"]))
+def test_choice_options_are_the_two_named_whatever_the_wording(a, b, word, rest):
+    """Both "W ..., A or B?" and "W A or B ...?" offer (A, B) in question order, a leading
+    question word never part of an option; the yes/no "Are A and B ...?" offers none."""
+    if a == b:
+        return
+    bare = lambda name: name.removeprefix("The ")  # entity spans drop a leading article
+    assert choice_options(f"{word} {rest}, {a} or {b}?") == (bare(a), bare(b))
+    assert choice_options(f"{word} {a} or {b} {rest}?") == (bare(a), bare(b))
+    assert choice_options(f"Between {a} and {b}, who {rest}?") == (bare(a), bare(b))
+    assert choice_options(f"Are {a} and {b} both American?") is None
+    assert choice_options(f"Are {a} and {b} democratic or republican?") is None
+
+
+def test_questions_without_two_named_options_offer_none():
+    assert choice_options("What is the capital of France?") is None
+    assert choice_options("Were Scott Derrickson and Ed Wood of the same nationality?") is None
+    assert choice_options("Is the Metropolitan Tower or 750 7th Avenue taller?") is None  # "750 ..." is no name

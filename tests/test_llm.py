@@ -28,7 +28,9 @@ from rootweaver_capabilities.llm import (
 from evals.scoring import gold_line_ids, score_ebg
 from rootweaver_capabilities.prompts import (
     MalformedReplyError,
+    answer_only_messages,
     ask_with_evidence,
+    evidence_messages,
     number_context,
     number_facts,
     parse_answer_only,
@@ -260,6 +262,18 @@ def test_number_facts_renders_each_fact_once_and_skips_blank_ones():
     numbered = number_facts(facts)
     assert numbered.text == "1: Dune | Dune is a novel.\n2: Hugo | An award."
     assert numbered.lines == (facts[0].line, facts[2].line)
+
+
+def test_both_prompts_name_the_options_of_a_choice_question_and_only_then():
+    numbered = number_facts([Fact("a", "Dune", "Dune is a novel.", 0)])
+    for question, line in [("Which band has more members, A Silent Film or The Frames?",
+                            "The answer is one of: Silent Film; Frames."),
+                           ("Are Dune and Hyperion both novels?", None), ("Who wrote Dune?", None)]:
+        for messages in (evidence_messages(question, numbered), answer_only_messages(question, numbered.text)):
+            user = messages[-1]["content"]
+            assert f"Question: {question}\n" in user
+            assert ("The answer is one of:" in user) == (line is not None)
+            assert line is None or f"{question}\n{line}\n" in user
 
 
 def test_synthesizer_degrades_when_even_an_empty_context_cannot_fit():
