@@ -126,7 +126,8 @@ class RetrieverConfig:
 class CompactionConfig:
     """Compaction of the synthesis context (the trajectory is never compacted)."""
 
-    enabled: bool = _knob(False, "bool", "Allow compaction at all (it also needs the flags, see flags.*).")
+    enabled: bool = _knob(True, "bool", "Allow compaction at all (it also needs the flags, see flags.*); "
+                                         "on by default since the 1.5B reader's on/off gate passed (ADR 0001).")
     strategy: str = _knob(DEFAULT_STRATEGY, "str",
                           "Compactor: evidence (document + answer models, exact covering knapsack; the best measured), "
                           "submodular (budgeted four-term packer) or line (deterministic extractive lines).",

@@ -86,7 +86,7 @@ def test_capability_flag_off_is_a_no_op(demo_retriever, questions):
 
 def test_flags_are_read_per_request(demo_retriever, questions):
     flags = FakeFlags({CAPABILITY_FLAG: True})
-    cap = MultiHopCapability(_config(), flags, demo_retriever)
+    cap = MultiHopCapability(_config(enabled=False), flags, demo_retriever)
     assert cap.execute(RequestContext(questions[0])) is not None
     flags.values[CAPABILITY_FLAG] = False
     assert cap.execute(RequestContext(questions[0])) is None
@@ -106,7 +106,7 @@ def test_a_raising_flag_provider_means_off_not_an_exception(demo_retriever, ques
 
 
 def test_record_without_compaction(demo_retriever, questions):
-    cap = MultiHopCapability(_config(), FakeFlags({CAPABILITY_FLAG: True, ROLLOUT: True}), demo_retriever)
+    cap = MultiHopCapability(_config(enabled=False), FakeFlags({CAPABILITY_FLAG: True, ROLLOUT: True}), demo_retriever)
     ctx = RequestContext(questions[0], user_id="u", session_id="s")
     result = cap.execute(ctx)
     rec = ctx.metadata["multi_hop"]

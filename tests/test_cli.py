@@ -84,7 +84,7 @@ def test_serve_answers_stdin_and_exposes_metrics(monkeypatch, capsys):
     assert len(lines) == 1 and lines[0]["multi_hop"]["hop_count"] >= 1
     server = servers[0][1]
     body = urllib.request.urlopen(f"http://{server.addr}:{server.port}/metrics").read().decode()
-    assert 'multi_hop_context_chars_count{strategy="off"} 1.0' in body
+    assert 'multi_hop_context_chars_count{strategy="evidence"} 1.0' in body  # the default config compacts
     server.close()
 
 

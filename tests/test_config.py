@@ -40,7 +40,7 @@ def test_shipped_yaml_sets_every_knob_to_its_default():
     assert set(_flatten(raw)) == {key for key, _, _ in knob_reference()}
     cfg = MultiHopConfig.from_yaml(SHIPPED)
     assert cfg == MultiHopConfig()
-    assert cfg.compaction.enabled is False and (cfg.compaction.unit, cfg.compaction.budget) == ("tokens", DEFAULT_BUDGET_TOKENS)
+    assert cfg.compaction.enabled is True and (cfg.compaction.unit, cfg.compaction.budget) == ("tokens", DEFAULT_BUDGET_TOKENS)
     assert cfg.flags.capability_flag == CAPABILITY_FLAG
     assert cfg.source == str(SHIPPED)
 
@@ -65,7 +65,8 @@ def test_loop_defaults_agree_with_multihoprag():
     assert (cfg.max_hops, cfg.max_passages, cfg.stop_rule, cfg.passages_per_hop, cfg.answerability_threshold) == (
         rag.max_hops, rag.max_passages, rag.stop_rule, rag.passages_per_hop, rag.answerability_threshold)
     assert (cfg.compaction.budget, cfg.compaction.unit) == (rag.compaction_budget.limit, rag.compaction_budget.unit)
-    assert cfg.compaction.enabled is rag.compaction_enabled is False
+    # the capability compacts by default (its gate passed, ADR 0001); the bare loop leaves it to the caller
+    assert cfg.compaction.enabled is True and rag.compaction_enabled is False
 
 
 def test_round_trip_of_the_defaults_and_through_yaml(tmp_path):
