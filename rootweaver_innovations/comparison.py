@@ -1,4 +1,6 @@
-"""Date comparisons computed from the synth facts instead of guessed by a small reader.
+"""Choice questions: the two options they offer (:func:`choice_options`, named in the
+reader's prompt), and date comparisons computed from the synth facts instead of guessed by
+a small reader.
 
 "Who was born first, A or B?", "Which film was released later, A or B?": the answer is the
 option whose year is earlier (or later). The 1.5B reader, shown both dates, got none of
@@ -35,7 +37,9 @@ _DEATH = re.compile(r"\b(?:died|die|death|passed away)\b", re.IGNORECASE)
 _BIRTH = re.compile(r"\b(?:born|birth|older|oldest|younger|youngest)\b", re.IGNORECASE)
 _YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
 _RELATION = re.compile(r"\bwhose\b|\b(?:has|with) the \w+ (?:who|that)\b", re.IGNORECASE)  # another entity's date
-_QUESTION_WORD = re.compile(r"^(?:Which|What|Who|Whom|Whose|Was|Were|Is|Are|Did|Do|Does|Has|Have)\b\s*(?:(?:The|A|An)\s+)?")
+_QUESTION_WORD = re.compile(
+    r"^(?:Which|What|Who|Whom|Whose|Was|Were|Is|Are|Did|Do|Does|Has|Have)\b\s*(?:(?:The|A|An)\s+)?"
+)
 
 
 def choice_options(question: str) -> tuple[str, str] | None:
