@@ -199,7 +199,9 @@ def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
     items = [f for f in facts if f.body]
     scores = _okapi([_fact_terms(f.title, f.sentence) for f in items], bm25_tokenize(question))
     return [
-        Candidate(f"{f.passage_id}#{f.sentence_index}", f.passage_id, f.line, k, max(0.0, score), None, f.title, f.body,
-                  f.hop, f.sub_query)
+        Candidate(
+            id=f"{f.passage_id}#{f.sentence_index}", doc_id=f.passage_id, text=f.line, position=k,
+            relevance=max(0.0, score), source=f.title, body=f.body, hop=f.hop, sub_query=f.sub_query,
+        )
         for k, (f, score) in enumerate(zip(items, scores))
     ]
