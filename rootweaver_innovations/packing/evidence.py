@@ -15,7 +15,8 @@ relevance, document order, the question), never a label, then packs by an exact 
    links through a document whose title the question names) and the question's words, and
    the same links without titles: each document's *lead entity* (the capitalised name its
    first sentence opens with, :func:`_lead_entity`) named by another document or by the
-   question, how relevant the sentence that names it (by title or lead entity) is, the hop that retrieved it and how well it matches the sub-query of that hop
+   question, how relevant the sentence that names it (by title or lead entity) is, the hop
+   that retrieved it and how well it matches the sub-query of that hop
    (``Candidate.hop`` / ``Candidate.sub_query``), so documents with opaque ids keep most of
    the signal.
 2. **Sentences** (:func:`evidence_features`, the model file's ``sentence`` section): ``p_i``, the share of
@@ -96,12 +97,13 @@ class EvidenceParams:
     """Packing parameters (chosen on the tuning half, see ``docs/packing_results.md``).
 
     ``coverage`` (>= 0) weighs the expected number of needed documents covered (the summed
-    ``q_d`` of the documents the knapsack takes a sentence of) against the summed answer shares; ``price`` (>= 0) is charged per sentence the knapsack
-    takes, so a sentence whose share is below it is taken there only to cover its document;
-    ``fill_evidence`` (>= 0) is the weight of a sentence's document likelihood ``q_d`` beside
-    its share ``p`` when the budget left after the knapsack is filled (``p + fill_evidence *
-    q_d``, best first, anything that fits); ``options_per_doc`` (>= 1) how many of a document's best sentences by ``p``
-    the knapsack considers (its cheapest sentence is always considered too),
+    ``q_d`` of the documents the knapsack takes a sentence of) against the summed answer
+    shares; ``price`` (>= 0) is charged per sentence the knapsack takes, so a sentence whose
+    share is below it is taken there only to cover its document; ``fill_evidence`` (>= 0) is
+    the weight of a sentence's document likelihood ``q_d`` beside its share ``p`` when the
+    budget left after the knapsack is filled (``p + fill_evidence * q_d``, best first,
+    anything that fits); ``options_per_doc`` (>= 1) how many of a document's best sentences
+    by ``p`` the knapsack considers (its cheapest sentence is always considered too),
     ``max_per_doc`` (1 or 2) how many it may take from one document; ``max_cover_docs``
     (>= 1) how many documents, those with the largest coverage bonus, enter the knapsack (the
     rest can still be taken by the fill), which bounds its memory at
