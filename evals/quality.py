@@ -39,7 +39,6 @@ import numpy as np
 from rootweaver_capabilities.config import MultiHopConfig
 from rootweaver_capabilities.llm import ChatClient, LLMSynthesizer
 from rootweaver_capabilities.prompts import MODE_EVIDENCE, MODES, number_facts
-from rootweaver_innovations.comparison import DateComparingSynthesizer
 from rootweaver_innovations.context_format import parse_fact
 from rootweaver_innovations.corpus import QARow
 from rootweaver_innovations.diagnostics import (
@@ -195,8 +194,7 @@ def run_quality(
     caps = {
         (name, r): MultiHopCapability(
             as_set[name], retriever=retriever,
-            synthesizer=DateComparingSynthesizer(
-                LLMSynthesizer(client, mode=mode, temperature=temperature, seed=seed, max_tokens=max_tokens)),
+            synthesizer=LLMSynthesizer(client, mode=mode, temperature=temperature, seed=seed, max_tokens=max_tokens),
         )
         for name in configs for r, seed in enumerate(seeds)
     }

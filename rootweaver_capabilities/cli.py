@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from rootweaver_innovations.comparison import date_comparison_answer
 from rootweaver_innovations.corpus import CorpusError, load_corpus_jsonl
 from rootweaver_innovations.demo import DEMO_CORPUS, load_questions
 from rootweaver_innovations.multihop import MultiHopRAG
@@ -106,6 +107,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     rag = MultiHopRAG(
         _retriever(args),
         synthesizer=synthesizer,
+        answer_rule=date_comparison_answer,
         max_hops=args.max_hops,
         max_passages=args.max_passages,
         compaction_enabled=args.compaction != "off",

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rootweaver_innovations.compaction import CompactionRequest, CompactionResult
-from rootweaver_innovations.comparison import DateComparingSynthesizer
+from rootweaver_innovations.comparison import date_comparison_answer
 from rootweaver_innovations.extractive import extractive_synthesizer
 from rootweaver_innovations.multihop import MultiHopRAG, MultiHopResult, Synthesizer
 from rootweaver_innovations.packing import Budget
@@ -108,14 +108,13 @@ def _default_retriever(cfg: RetrieverConfig) -> Retriever:
 
 
 def build_synthesizer(cfg: LLMConfig) -> Synthesizer:
-    """The reader of ``cfg.provider``: :func:`~rootweaver_innovations.extractive.extractive_synthesizer` for ``none``, an
-    :class:`~rootweaver_capabilities.llm.LLMSynthesizer` on the embedded model for
-    ``local`` or on the endpoint for ``openai``; each behind a
-    :class:`~rootweaver_innovations.comparison.DateComparingSynthesizer` (date comparisons
-    are computed, not read). Raises ``ValueError`` (one line, with the install command)
-    when ``local`` is asked for but llama-cpp-python is not installed."""
+    """The reader of ``cfg.provider``: :func:`~rootweaver_innovations.extractive.extractive_synthesizer`
+    for ``none``, an :class:`~rootweaver_capabilities.llm.LLMSynthesizer` on the embedded
+    model for ``local`` or on the endpoint for ``openai``. Raises ``ValueError`` (one line,
+    with the install command) when ``local`` is asked for but llama-cpp-python is not
+    installed."""
     if cfg.provider == "none":
-        return DateComparingSynthesizer(extractive_synthesizer)
+        return extractive_synthesizer
     from .llm import LLMSynthesizer, OpenAIChatClient
 
     if cfg.provider == "local":
@@ -131,7 +130,7 @@ def build_synthesizer(cfg: LLMConfig) -> Synthesizer:
             cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s,
             context_window=cfg.context_window, max_tokens=cfg.max_tokens,
         )
-    return DateComparingSynthesizer(LLMSynthesizer(client, mode=cfg.mode))
+    return LLMSynthesizer(client, mode=cfg.mode)
 
 
 class MultiHopCapability:
@@ -140,7 +139,9 @@ class MultiHopCapability:
     ``flags`` defaults to the provider ``config.flags`` names; ``retriever`` to BM25 over
     ``config.retriever`` (a built index is opened memory-mapped, so worker processes
     share its pages); ``synthesizer`` to :func:`build_synthesizer` of ``config.llm`` (the
-    extractive answer for ``llm.provider: none``); ``metrics`` to none. Safe to share across
+    extractive answer for ``llm.provider: none``); date comparisons are answered by
+    :func:`~rootweaver_innovations.comparison.date_comparison_answer` from the trajectory's
+    facts whatever the synthesizer; ``metrics`` to none. Safe to share across
     threads: one instance serves concurrent ``execute``
     calls.
     """
@@ -176,6 +177,7 @@ class MultiHopCapability:
                     common = dict(
                         retriever=retriever,
                         synthesizer=synthesizer,
+                        answer_rule=date_comparison_answer,
                         max_hops=cfg.max_hops,
                         max_passages=cfg.max_passages,
                         stop_rule=cfg.stop_rule,

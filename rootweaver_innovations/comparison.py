@@ -1,19 +1,23 @@
 """Choice questions: the two options they offer (:func:`choice_options`, named in the
-reader's prompt), and date comparisons computed from the synth facts instead of guessed by
-a small reader.
+reader's prompt), and date comparisons computed from the trajectory's facts instead of
+guessed by a small reader.
 
 "Who was born first, A or B?", "Which film was released later, A or B?": the answer is the
 option whose year is earlier (or later). The 1.5B reader, shown both dates, got none of
 the three such questions in an 80-question even-row sample right, so :func:`compare_dates`
-reads the two years from the facts and compares them; :class:`DateComparingSynthesizer` answers such questions with it and
-hands every other question (and every one it cannot settle) to the reader it wraps.
+reads the two years from the facts and compares them; :func:`date_comparison_answer` is
+that comparison as the loop's answer rule (``MultiHopRAG.answer_rule``): it sees every fact
+the loop read, not only the compacted synth context, and a question it cannot settle goes
+to the reader.
 
 The year of an option comes from its own passage (a fact whose title is the option):
 for *born* / *older* / *younger* the first year of the passage's lead sentence, for
 *died* / *passed away* the second year of the lead sentence, otherwise the first year of
-the option's lowest-numbered sentence that has one. No year for either option, equal
-years, a question with both or neither direction word, or one that compares a related
-entity's date ("the film whose director was born first"): no comparison (``None``).
+the option's lowest-numbered sentence that has one. "Which film has the director who was
+born first, A or B?" (or "whose director"): the same year of each film's director, the
+person named after "directed by" in the film's own passage. No year for either option,
+equal years, a question with both or neither direction word, or one that compares another
+related entity's date ("the film whose producer died first"): no comparison (``None``).
 """
 
 from __future__ import annotations
@@ -22,11 +26,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .hops import comparison_entities, title_keys
-from .multihop import Answer, Synthesizer
+from .hops import comparison_entities, entity_spans, title_keys
+from .multihop import Answer
 from .records import Fact
 
-__all__ = ["COMPARISON_METHOD", "DateComparingSynthesizer", "DateComparison", "choice_options", "compare_dates"]
+__all__ = ["COMPARISON_METHOD", "DateComparison", "choice_options", "compare_dates", "date_comparison_answer"]
 
 COMPARISON_METHOD = "computed: date comparison"
 
@@ -35,19 +39,45 @@ _LATE = re.compile(r"\b(?:later|latest|last|younger|youngest|newer|newest|more r
                    re.IGNORECASE)
 _DEATH = re.compile(r"\b(?:died|die|death|passed away)\b", re.IGNORECASE)
 _BIRTH = re.compile(r"\b(?:born|birth|older|oldest|younger|youngest)\b", re.IGNORECASE)
-_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
+_YEAR = re.compile(r"(?<!\d)(1[0-9]{3}|20[0-9]{2})(?!\d)")  # "(April 28, 1926February 19, 2016)" too
+_DIRECTOR = re.compile(r"\bwhose director\b|\b(?:has|with) the director\b", re.IGNORECASE)
 _RELATION = re.compile(r"\bwhose\b|\b(?:has|with) the \w+ (?:who|that)\b", re.IGNORECASE)  # another entity's date
+_DIRECTED_BY = re.compile(r"\bdirected by\s+")
 _QUESTION_WORD = re.compile(
     r"^(?:Which|What|Who|Whom|Whose|Was|Were|Is|Are|Did|Do|Does|Has|Have)\b\s*(?:(?:The|A|An)\s+)?"
 )
+_LOWER_ARTICLE = re.compile(r"^(?:the|a|an)\s+")
+_MAX_OPTION_WORDS = 10
+
+
+def _named(text: str) -> bool:
+    return bool(text) and (text[0].isupper() or text[0].isdigit()) and len(text.split()) <= _MAX_OPTION_WORDS
+
+
+def _literal_options(question: str) -> tuple[str, str] | None:
+    """"..., A or B?" read literally: A after the last comma, B up to the question mark
+    (a lower-case leading article dropped), so "In the Company of Men" stays whole."""
+    head, sep, tail = question.rstrip(" ?.").rpartition(" or ")
+    if not sep or ", " not in head or "," in tail:
+        return None
+    a = _LOWER_ARTICLE.sub("", head.rpartition(", ")[2].strip())
+    b = _LOWER_ARTICLE.sub("", tail.strip())
+    return (a, b) if _named(a) and _named(b) and a != b else None
 
 
 def choice_options(question: str) -> tuple[str, str] | None:
     """The two options a choice question offers ("Which ..., A or B?", "Between A and B,
-    who ...?"), for a reader to choose from; ``None`` for any other question, a yes/no one
-    such as "Are A and B both ...?" included. An option's leading question word ("Was A or
-    B ...?") is not part of it, nor an article after it (as entity spans drop it)."""
+    who ...?", "Was A or B ...?"), for a reader to choose from and for :func:`compare_dates`;
+    ``None`` for any other question, a yes/no one such as "Are A and B both ...?" included.
+
+    After a comma the options are read literally (each at most ten words, starting with a
+    capital or a digit); otherwise they are entity spans, without a leading question word
+    ("Was A or B ...?") or an article after it.
+    """
     question = " ".join(question.split())
+    literal = _literal_options(question)
+    if literal is not None:
+        return literal
     options = comparison_entities(question)
     if options is None:
         return None
@@ -60,60 +90,75 @@ def choice_options(question: str) -> tuple[str, str] | None:
 
 @dataclass(frozen=True, slots=True)
 class DateComparison:
-    """The chosen option (as the question names it), each option's year and the fact it came from."""
+    """The chosen option (as the question names it), each option's year, and the facts the
+    years came from (for a director comparison: each film's fact naming its director, then
+    the director's dated fact, per option)."""
 
     answer: str
     years: tuple[int, int]
-    facts: tuple[Fact, Fact]
+    facts: tuple[Fact, ...]
 
 
-def _option_year(option: str, facts: Sequence[Fact], event: str) -> tuple[int, Fact] | None:
-    keys = set(title_keys(option))
-    own = sorted((f for f in facts if keys & set(title_keys(f.title))), key=lambda f: f.sentence_index)
+def _own(name: str, facts: Sequence[Fact]) -> list[Fact]:
+    keys = set(title_keys(name))
+    return sorted((f for f in facts if keys & set(title_keys(f.title))), key=lambda f: f.sentence_index)
+
+
+def _option_year(option: str, facts: Sequence[Fact], event: str) -> tuple[int, tuple[Fact, ...]] | None:
+    own = _own(option, facts)
     if event != "other":
         lead = next((f for f in own if f.sentence_index == 0), None)
         years = _YEAR.findall(lead.body) if lead is not None else []
         index = 0 if event == "birth" else 1
-        return (int(years[index]), lead) if len(years) > index else None
+        return (int(years[index]), (lead,)) if len(years) > index else None
     for fact in own:
         m = _YEAR.search(fact.body)
         if m:
-            return int(m.group(1)), fact
+            return int(m.group(1)), (fact,)
+    return None
+
+
+def _director_year(film: str, facts: Sequence[Fact], event: str) -> tuple[int, tuple[Fact, ...]] | None:
+    """``event``'s year of the person named right after "directed by" in ``film``'s passage."""
+    for fact in _own(film, facts):
+        m = _DIRECTED_BY.search(fact.body)
+        tail = fact.body[m.end():] if m else ""
+        names = entity_spans(tail, skip_initial=False)
+        if names and tail.startswith(names[0]):
+            found = _option_year(names[0], facts, event)
+            return (found[0], (fact, *found[1])) if found is not None else None
     return None
 
 
 def compare_dates(question: str, facts: Sequence[Fact]) -> DateComparison | None:
-    """The answer to an earlier/later comparison of two named options, read from ``facts``;
-    ``None`` when ``question`` is not one or the facts do not settle it (see the module)."""
-    options = comparison_entities(question)
+    """The answer to an earlier/later comparison of two named options (or of their
+    directors), read from ``facts``; ``None`` when ``question`` is not one or the facts do
+    not settle it (see the module)."""
+    options = choice_options(question)
     early, late = _EARLY.search(question), _LATE.search(question)
-    if options is None or bool(early) == bool(late) or _RELATION.search(question):
+    if options is None or bool(early) == bool(late):
+        return None
+    by_director = bool(_DIRECTOR.search(question))
+    if not by_director and _RELATION.search(question):
         return None
     event = "death" if _DEATH.search(question) else "birth" if _BIRTH.search(question) else "other"
-    found = [_option_year(option, facts, event) for option in options]
+    if by_director and event == "other":
+        return None
+    year_of = _director_year if by_director else _option_year
+    found = [year_of(option, facts, event) for option in options]
     if found[0] is None or found[1] is None or found[0][0] == found[1][0]:
         return None
     (y0, f0), (y1, f1) = found
     pick = 0 if (y0 < y1) == bool(early) else 1
-    return DateComparison(answer=options[pick], years=(y0, y1), facts=(f0, f1))
+    return DateComparison(answer=options[pick], years=(y0, y1), facts=(*f0, *f1))
 
 
-@dataclass(frozen=True, slots=True)
-class DateComparingSynthesizer:
-    """A ``Synthesizer``: :func:`compare_dates` when it settles the question (method
-    :data:`COMPARISON_METHOD`, citing the two dated facts), else ``reader``'s answer."""
-
-    reader: Synthesizer
-
-    def load(self) -> None:
-        """Load the wrapped reader now, if it has anything to load."""
-        load = getattr(self.reader, "load", None)
-        if load is not None:
-            load()
-
-    def __call__(self, question: str, synth_context: str, facts: Sequence[Fact]) -> Answer:
-        found = compare_dates(question, facts)
-        if found is None:
-            return self.reader(question, synth_context, facts)
-        return Answer(text=found.answer, cited_lines=tuple(f.line for f in found.facts),
-                      method=f"{COMPARISON_METHOD} ({found.years[0]} vs {found.years[1]})")
+def date_comparison_answer(question: str, facts: Sequence[Fact]) -> Answer | None:
+    """An answer rule for ``MultiHopRAG.answer_rule``: :func:`compare_dates` over the
+    trajectory's ``facts`` as an :class:`Answer` (method :data:`COMPARISON_METHOD` with the
+    two years, citing the facts behind them), or ``None`` so that the reader answers."""
+    found = compare_dates(question, facts)
+    if found is None:
+        return None
+    return Answer(text=found.answer, cited_lines=tuple(f.line for f in found.facts),
+                  method=f"{COMPARISON_METHOD} ({found.years[0]} vs {found.years[1]})")

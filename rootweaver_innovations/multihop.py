@@ -33,6 +33,7 @@ from .strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, Compactor, make
 
 __all__ = [
     "Answer",
+    "AnswerRule",
     "Decomposer",
     "Hop",
     "MultiHopRAG",
@@ -69,6 +70,14 @@ class Answer:
     text: str
     cited_lines: tuple[str, ...] = ()
     method: str = "extractive"
+
+
+class AnswerRule(Protocol):
+    """An answer computed from all the facts the loop read (the trajectory's, not only the
+    synth context's), with no reader and no prompt; ``None`` when it does not settle the
+    question, and the synthesizer answers."""
+
+    def __call__(self, question: str, facts: Sequence[Fact]) -> Answer | None: ...
 
 
 class Synthesizer(Protocol):
@@ -230,12 +239,15 @@ class MultiHopRAG:
     < 1``, a threshold outside (0, 1], a ``compaction_budget`` that is not a ``Budget`` or an
     unknown ``stop_rule``. With ``compaction_enabled`` the synth context is ``compactor``'s
     output under ``compaction_budget`` (chars or reader tokens); without it, the full context
-    byte for byte.
+    byte for byte. With a ``synthesizer`` the result carries an answer: ``answer_rule``'s
+    when it settles the question (the same with compaction on or off), else the
+    synthesizer's, read from the synth context.
     """
 
     retriever: Retriever
     decomposer: Decomposer = field(default_factory=RuleDecomposer)
     synthesizer: Synthesizer | None = None
+    answer_rule: AnswerRule | None = None
     max_hops: int = 10
     passages_per_hop: int = 3
     answerability_threshold: float = 0.6
@@ -375,5 +387,7 @@ class MultiHopRAG:
             result = dataclasses.replace(result, synth_context=compaction.text, compaction=compaction)
         if self.synthesizer is None:
             return result
-        return dataclasses.replace(
-            result, answer=self.synthesizer(question, result.synth_context, result.synth_facts))
+        answer = self.answer_rule(question, result.facts) if self.answer_rule is not None else None
+        if answer is None:
+            answer = self.synthesizer(question, result.synth_context, result.synth_facts)
+        return dataclasses.replace(result, answer=answer)

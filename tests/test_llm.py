@@ -267,7 +267,7 @@ def test_number_facts_renders_each_fact_once_and_skips_blank_ones():
 def test_both_prompts_name_the_options_of_a_choice_question_and_only_then():
     numbered = number_facts([Fact("a", "Dune", "Dune is a novel.", 0)])
     for question, line in [("Which band has more members, A Silent Film or The Frames?",
-                            "The answer is one of: Silent Film; Frames."),
+                            "The answer is one of: A Silent Film; The Frames."),
                            ("Are Dune and Hyperion both novels?", None), ("Who wrote Dune?", None)]:
         for messages in (evidence_messages(question, numbered), answer_only_messages(question, numbered.text)):
             user = messages[-1]["content"]
