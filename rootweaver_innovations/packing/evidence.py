@@ -54,12 +54,12 @@ import functools
 import json
 import re
 from bisect import bisect_right
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from itertools import accumulate, chain, combinations
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -90,6 +90,7 @@ _ENTITY_MIN = 4  # chars: shorter lead entities ("He", "It", "U.S") are not matc
 _Q_CLIP = 1e-4  # q_d is kept in [1e-4, 1 - 1e-4]
 MODEL_FILE = "evidence_model.json"
 MODEL_FORMAT = 1
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,11 +148,26 @@ def _question_kind(question: str) -> tuple[bool, bool, bool, bool, bool, bool]:
     return when, how_many, who, where, comparison, which
 
 
-_PARSE_CACHEABLE = 1000  # chars: longer texts are parsed every time, so the memo stays small
+_MEMO_CHARS = 1000  # texts up to this long are memoised by _per_text; longer ones are computed every time
+_MEMO_SIZE = 8192  # texts kept per memoised function (at most about 8 MB each however long a server runs)
 
 
-@functools.lru_cache(maxsize=8192)
-def _parse_cached(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool, bool]:
+def _per_text(fn: Callable[[str], _T]) -> Callable[[str], _T]:
+    """``fn`` (a pure function of one text) memoised for texts up to ``_MEMO_CHARS`` chars,
+    at most ``_MEMO_SIZE`` of them (least recently used out)."""
+    cached = functools.lru_cache(maxsize=_MEMO_SIZE)(fn)
+
+    @functools.wraps(fn)
+    def call(text: str) -> _T:
+        return cached(text) if len(text) <= _MEMO_CHARS else fn(text)
+
+    return call
+
+
+@_per_text
+def _parse(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool, bool]:
+    """Question-independent parse of a sentence: ``(lowercased capitalised words, numbers, has a
+    year, starts with a pronoun, birth bracket)`` (memoised, :func:`_per_text`)."""
     return (
         tuple(w.lower() for w in _CAPITAL.findall(text)),
         tuple(_NUMBER.findall(text)),
@@ -161,18 +177,12 @@ def _parse_cached(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bo
     )
 
 
-def _parse(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool, bool]:
-    """Question-independent parse of a sentence: ``(lowercased capitalised words, numbers, has a
-    year, starts with a pronoun, birth bracket)``. Memoised for texts up to 1,000 chars, at most
-    8,192 of them (so at most about 8 MB however long a server runs)."""
-    return _parse_cached(text) if len(text) <= _PARSE_CACHEABLE else _parse_cached.__wrapped__(text)
-
-
+@_per_text
 def _lead_entity(text: str) -> str:
     """The leading run of capitalised words of ``text`` (lowercased), the name a lead sentence
     is about when it has no title: ``"The Oberoi Group is ..."`` gives ``"oberoi group"``.
     Lowercase joiners (of, de, van, ...) are kept between capitalised words; a run shorter than
-    ``_ENTITY_MIN`` chars, a pronoun or a leading stop word gives ``""``."""
+    ``_ENTITY_MIN`` chars, a pronoun or a leading stop word gives ``""``. Memoised (:func:`_per_text`)."""
     out: list[str] = []
     pending: list[str] = []
     for k, raw in enumerate(text.split()):
