@@ -682,7 +682,7 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     extra = rank[cheapest] >= opts
     members[extra, opts] = cheapest[extra]
     # Option slots per document: each member alone, then each pair of members; a slot whose
-    # member is padding is invalid and gets row 0's shift and gain (it can never be the best)
+    # member is padding is invalid
     pairs = np.array(list(combinations(range(opts + 1), 2)) if params.max_per_doc == 2 else [], dtype=np.int64)
     first = np.concatenate((np.arange(opts + 1), pairs[:, 0] if len(pairs) else pairs))
     second = np.concatenate((np.full(opts + 1, -1), pairs[:, 1] if len(pairs) else pairs))
@@ -692,17 +692,21 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     bonus_r = bonus[grouped_doc[starts]][:, None]
     opt_cost = np.where(single, g_cost[a], g_cost[a] + g_cost[b])
     opt_value = np.where(single, bonus_r + g_p[a] - params.price, bonus_r + (g_p[a] + g_p[b]) - 2 * params.price)
-    # row 0 leaves the document out; shift[r, k] indexes `window[r]`: window[r, cap + 1 - c][w] = hist[r, w - c]
-    shift = np.column_stack((np.full(n_groups, cap + 1), np.where(valid, cap + 1 - np.minimum(opt_cost, cap + 1), cap + 1)))
-    gain = np.column_stack((np.zeros(n_groups), np.where(valid, opt_value, 0.0)))[:, :, None]
+    # Document r's DP rows, rows[r]:rows[r + 1] of `shift` and `gain`: leaving it out, then each valid
+    # option (an invalid one would only repeat leaving it out). shift indexes `window[r]`:
+    # window[r, cap + 1 - c][w] = hist[r, w - c]
+    live = np.column_stack((np.ones(n_groups, dtype=bool), valid))
+    shift = np.column_stack((np.full(n_groups, cap + 1), cap + 1 - np.minimum(opt_cost, cap + 1)))[live]
+    gain = np.column_stack((np.zeros(n_groups), opt_value))[live][:, None]
+    rows = [0, *accumulate(live.sum(axis=1).tolist())]
     # hist[r, cap + 1 + w]: most value over the documents before r at used capacity w; -inf absorbs w < 0
     hist = np.full((n_groups + 1, 2 * (cap + 1)), -np.inf)
     hist[0, cap + 1] = 0.0
     cell = hist.itemsize
     window = np.ndarray((n_groups + 1, cap + 2, cap + 1), hist.dtype, hist, strides=(hist.strides[0], cell, cell))
     for r in range(n_groups):
-        value = window[r, shift[r]]  # a copy
-        value += gain[r]
+        value = window[r, shift[rows[r]:rows[r + 1]]]  # a copy
+        value += gain[rows[r]:rows[r + 1]]
         np.maximum.reduce(value, axis=0, out=hist[r + 1, cap + 1:])
     w = int(np.argmax(hist[n_groups, cap + 1:]))
     chosen: list[int] = []
