@@ -238,14 +238,37 @@ def _holders(name: str, joined: str, ends: list[int]) -> list[int]:
     return out
 
 
-def _link_matrix(names: list[str], doc_list: list[int], holders: Mapping[str, list[int]], n: int
+@dataclass(frozen=True, slots=True, eq=False)
+class _Sentences:
+    """A problem's lowercased sentences joined for substring search; each name is searched once."""
+
+    lowered: list[str]  # per sentence: lowercased text
+    joined: str  # the lowered texts joined by "\n"
+    ends: list[int]  # offset in `joined` just past each text's "\n"
+    found: dict[str, list[int]] = field(default_factory=dict)  # name -> holding(name)
+
+    @classmethod
+    def of(cls, texts: list[str]) -> _Sentences:
+        lowered = [t.lower() for t in texts]  # lowercasing may change lengths: offsets from these
+        return cls(lowered, "\n".join(lowered), list(accumulate(len(t) + 1 for t in lowered)))
+
+    def holding(self, name: str) -> list[int]:
+        """The sentences containing ``name``, in order (:func:`_holders`, memoised per name)."""
+        found = self.found.get(name)
+        if found is None:
+            found = self.found[name] = _holders(name, self.joined, self.ends)
+        return found
+
+
+def _link_matrix(names: list[str], doc_list: list[int], sentences: _Sentences, n: int
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(links, out, sentence, named)``: ``links[j, k]`` when a sentence of document j contains
     document k's name; ``out[i]`` when sentence i contains another document's name; each pair
     ``(sentence[m], named[m])`` is a sentence and the other document whose name it contains.
-    ``holders[name]`` lists the sentences containing ``name`` (:func:`_holders`)."""
+    A sentence contains a name as a substring (:meth:`_Sentences.holding`)."""
     n_doc = len(names)
-    found = [(i, d) for d, t in enumerate(names) for i in holders[t] if doc_list[i] != d]
+    holding = sentences.holding
+    found = [(i, d) for d, t in enumerate(names) for i in holding(t) if doc_list[i] != d]
     sentence, named = np.array(found, dtype=np.int64).reshape(-1, 2).T
     links = np.zeros((n_doc, n_doc), dtype=bool)
     links[np.asarray(doc_list)[sentence], named] = True
@@ -266,9 +289,7 @@ class _Structure:
     in_doc: np.ndarray  # per sentence: its index inside its document (position order)
     titles: list[str]  # per document: lowercased title without a trailing "(...)"
     contents: list[str]  # per sentence: Candidate.content
-    lowered: list[str]  # per sentence: lowercased text
-    joined: str  # the lowered texts joined by "\n" (search them with _holders)
-    ends: list[int]  # offset in `joined` just past each text's "\n"
+    sentences: _Sentences  # the contents lowercased, for substring search
     links: np.ndarray  # (n_doc, n_doc) bool: document j has a sentence naming document k's title
     bridge_out: np.ndarray  # per sentence: names another document's title
     title_in_q: np.ndarray  # per document
@@ -311,18 +332,15 @@ def _structure(problem: PackingProblem) -> _Structure:
     first_of = dict(zip(reversed(doc_list), range(n - 1, -1, -1)))  # document -> its first candidate
     titles = [_bare_title(cands[first_of[d]].source_key) if d in first_of else "" for d in range(n_doc)]
     contents = [c.content for c in cands]
-    lowered = [t.lower() for t in contents]  # lowercasing may change lengths: offsets from these
-    joined = "\n".join(lowered)
-    ends = list(accumulate(len(t) + 1 for t in lowered))
+    sentences = _Sentences.of(contents)
     entities = [""] * n_doc
     for i in np.flatnonzero(in_doc == 0).tolist():
         entities[doc_list[i]] = _lead_entity(contents[i])
-    holders = {t: _holders(t, joined, ends) for t in {*titles, *entities}}  # titles and entities often agree
-    links, bridge_out, naming, named = _link_matrix(titles, doc_list, holders, n)
+    links, bridge_out, naming, named = _link_matrix(titles, doc_list, sentences, n)
     q_low = problem.query.lower()
     title_in_q = np.array([1.0 if t and t in q_low else 0.0 for t in titles])
 
-    entity_links, entity_out, entity_naming, entity_named = _link_matrix(entities, doc_list, holders, n)
+    entity_links, entity_out, entity_naming, entity_named = _link_matrix(entities, doc_list, sentences, n)
     entity_in_q = np.array([1.0 if e and e in q_low else 0.0 for e in entities])
     named_by_rel = np.full(n_doc, -np.inf)  # the best rel of a sentence naming it by title or entity, else 0
     np.maximum.at(named_by_rel, np.concatenate((named, entity_named)), rel[np.concatenate((naming, entity_naming))])
@@ -338,14 +356,11 @@ def _structure(problem: PackingProblem) -> _Structure:
     for sq, members in by_sub.items():
         ent = _sub_entity(sq, problem.query)
         if ent:  # the sentences holding the entity the sub-query leads with
-            found = holders.get(ent)
-            if found is None:
-                found = holders[ent] = _holders(ent, joined, ends)
-            sub_entity[list(set(found).intersection(members))] = 1.0
+            sub_entity[list(set(sentences.holding(ent)).intersection(members))] = 1.0
         terms = tuple(dict.fromkeys(bm25_tokenize(sq)))  # share of the sub-query's bm25 terms among the sentence's
         if terms:
-            sub_coverage[members] = term_incidence(terms, [lowered[i] for i in members]).sum(axis=1) / len(terms)
-    return _Structure(rel, positions, doc_best, doc_share, doc_rank, in_doc, titles, contents, lowered, joined, ends,
+            sub_coverage[members] = term_incidence(terms, [sentences.lowered[i] for i in members]).sum(axis=1) / len(terms)
+    return _Structure(rel, positions, doc_best, doc_share, doc_rank, in_doc, titles, contents, sentences,
                       links, bridge_out, title_in_q, entities, entity_links, entity_out, entity_in_q, named_by_rel,
                       doc_hop.astype(np.float64),
                       sub_entity, sub_coverage)
@@ -371,7 +386,7 @@ def _document_features(problem: PackingProblem, s: _Structure) -> dict[str, np.n
     caps = np.zeros(n_doc)  # per document: how many of q_caps a sentence of it contains (none spans a "\n")
     doc_list = doc.tolist()
     for w in q_caps:
-        caps[list({doc_list[i] for i in _holders(w, s.joined, s.ends)})] += 1.0
+        caps[list({doc_list[i] for i in s.sentences.holding(w)})] += 1.0
     caps /= max(1, len(q_caps))
     ent_named_by = s.entity_links.any(axis=0)
     eq = s.entity_in_q.astype(bool)
@@ -435,10 +450,10 @@ def _sentence_features(problem: PackingProblem, s: _Structure, q: np.ndarray) ->
     digit = np.array([bool(x) for x in numbers], dtype=np.float64)
     has_year, pronoun, born = (np.array(x, dtype=np.float64) for x in (has_year, pronoun, born))
     starts_title = np.array([t is not None and low.startswith(t)
-                             for t, low in zip(map(title_head.__getitem__, doc.tolist()), s.lowered)], dtype=np.float64)
+                             for t, low in zip(map(title_head.__getitem__, doc.tolist()), s.sentences.lowered)], dtype=np.float64)
     head_words = np.zeros(n)  # how many head words each sentence contains (a word never spans a "\n")
     for w in head:
-        head_words[_holders(w, s.joined, s.ends)] += 1.0
+        head_words[s.sentences.holding(w)] += 1.0
     head_words /= n_head
     lead = (s.in_doc == 0).astype(np.float64)
     bridge_in = s.links.any(axis=0)[doc].astype(np.float64)
