@@ -708,9 +708,11 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     opt_cost = np.where(single, g_cost[a], g_cost[a] + g_cost[b])
     opt_value = np.where(single, bonus_r + g_p[a] - params.price, bonus_r + (g_p[a] + g_p[b]) - 2 * params.price)
     # Document r's DP rows, rows[r]:rows[r + 1] of `shift` and `gain`: leaving it out, then each valid
-    # option (an invalid one would only repeat leaving it out). shift indexes `window[r]`:
-    # window[r, cap + 1 - c][w] = hist[r, w - c]
-    live = np.column_stack((np.ones(n_groups, dtype=bool), valid))
+    # option except those worth less than nothing that cost something. An invalid option would only
+    # repeat leaving the document out; one worth < 0 is never on the packing the backtracking finds:
+    # the same packing without it is worth at least as much (float sums are monotone) in less
+    # capacity, which the first argmax prefers. shift indexes `window[r]`: window[r, cap + 1 - c][w] = hist[r, w - c]
+    live = np.column_stack((np.ones(n_groups, dtype=bool), valid & ((opt_value >= 0) | (opt_cost < 1))))
     shift = np.column_stack((np.full(n_groups, cap + 1), cap + 1 - np.minimum(opt_cost, cap + 1)))[live]
     gain = np.column_stack((np.zeros(n_groups), opt_value))[live][:, None]
     rows = [0, *accumulate(live.sum(axis=1).tolist())]
@@ -720,8 +722,12 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     cell = hist.itemsize
     window = np.ndarray((n_groups + 1, cap + 2, cap + 1), hist.dtype, hist, strides=(hist.strides[0], cell, cell))
     for r in range(n_groups):
-        value = window[r, shift[rows[r]:rows[r + 1]]]  # a copy
-        value += gain[rows[r]:rows[r + 1]]
+        lo, hi = rows[r], rows[r + 1]
+        if hi - lo == 1:  # only leaving it out (adding 0.0 would change nothing: no cell holds -0.0)
+            hist[r + 1] = hist[r]
+            continue
+        value = window[r, shift[lo:hi]]  # a copy
+        value += gain[lo:hi]
         np.maximum.reduce(value, axis=0, out=hist[r + 1, cap + 1:])
     w = int(np.argmax(hist[n_groups, cap + 1:]))
     chosen: list[int] = []
