@@ -178,6 +178,12 @@ def _parse(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool, boo
 
 
 @_per_text
+def _words(text: str) -> frozenset[str]:
+    """The distinct ``\\w+`` words of ``text`` (memoised, :func:`_per_text`)."""
+    return frozenset(_WORD.findall(text))
+
+
+@_per_text
 def _lead_entity(text: str) -> str:
     """The leading run of capitalised words of ``text`` (lowercased), the name a lead sentence
     is about when it has no title: ``"The Oberoi Group is ..."`` gives ``"oberoi group"``.
@@ -213,8 +219,10 @@ def _lead_entity(text: str) -> str:
     return "" if len(low) < _ENTITY_MIN or _PRONOUN.match(name) else low
 
 
+@_per_text
 def _bare_title(title: str) -> str:
-    """``title`` lowercased, without a trailing ``"(...)"`` (``"Mercury (planet)"`` gives ``"mercury"``)."""
+    """``title`` lowercased, without a trailing ``"(...)"`` (``"Mercury (planet)"`` gives ``"mercury"``;
+    memoised, :func:`_per_text`)."""
     return (_PAREN.sub("", title) if "(" in title else title).lower()
 
 
@@ -381,7 +389,7 @@ def _document_features(problem: PackingProblem, s: _Structure) -> dict[str, np.n
     names_q = s.links[:, tq].any(axis=1)
     q_low = problem.query.lower()
     q_words = set(_WORD.findall(q_low))
-    overlap = np.array([len(w & q_words) / max(1, len(w)) for w in (set(_WORD.findall(t)) for t in s.titles)])
+    overlap = np.array([len(w & q_words) / max(1, len(w)) for w in map(_words, s.titles)])
     q_caps = {w.lower() for w in _CAPITAL.findall(problem.query)[1:]}
     caps = np.zeros(n_doc)  # per document: how many of q_caps a sentence of it contains (none spans a "\n")
     doc_list = doc.tolist()
