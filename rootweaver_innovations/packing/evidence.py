@@ -257,6 +257,7 @@ class _Sentences:
 
     @classmethod
     def of(cls, texts: list[str]) -> _Sentences:
+        """``texts`` lowercased and joined, nothing searched yet."""
         lowered = [t.lower() for t in texts]  # lowercasing may change lengths: offsets from these
         return cls(lowered, "\n".join(lowered), list(accumulate(len(t) + 1 for t in lowered)))
 
