@@ -144,7 +144,8 @@ class Knapsack:
         n = len(texts)
         if headers and len(headers) != n:
             raise ValueError(f"headers must have one entry per text ({n}), got {len(headers)}")
-        measure = budget.measure
+        counter = budget.token_counter
+        measure = len if counter is None else counter.count  # budget.measure, its counter looked up once
         sep = measure(budget.separator) if budget.separator else 0
         self.budget = budget
         self.capacity = budget.limit + sep

@@ -54,12 +54,12 @@ import functools
 import json
 import re
 from bisect import bisect_right
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from itertools import accumulate, chain, combinations
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -90,6 +90,7 @@ _ENTITY_MIN = 4  # chars: shorter lead entities ("He", "It", "U.S") are not matc
 _Q_CLIP = 1e-4  # q_d is kept in [1e-4, 1 - 1e-4]
 MODEL_FILE = "evidence_model.json"
 MODEL_FORMAT = 1
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,11 +148,26 @@ def _question_kind(question: str) -> tuple[bool, bool, bool, bool, bool, bool]:
     return when, how_many, who, where, comparison, which
 
 
-_PARSE_CACHEABLE = 1000  # chars: longer texts are parsed every time, so the memo stays small
+_MEMO_CHARS = 1000  # texts up to this long are memoised by _per_text; longer ones are computed every time
+_MEMO_SIZE = 8192  # texts kept per memoised function (at most about 8 MB each however long a server runs)
 
 
-@functools.lru_cache(maxsize=8192)
-def _parse_cached(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool, bool]:
+def _per_text(fn: Callable[[str], _T]) -> Callable[[str], _T]:
+    """``fn`` (a pure function of one text) memoised for texts up to ``_MEMO_CHARS`` chars,
+    at most ``_MEMO_SIZE`` of them (least recently used out)."""
+    cached = functools.lru_cache(maxsize=_MEMO_SIZE)(fn)
+
+    @functools.wraps(fn)
+    def call(text: str) -> _T:
+        return cached(text) if len(text) <= _MEMO_CHARS else fn(text)
+
+    return call
+
+
+@_per_text
+def _parse(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool, bool]:
+    """Question-independent parse of a sentence: ``(lowercased capitalised words, numbers, has a
+    year, starts with a pronoun, birth bracket)`` (memoised, :func:`_per_text`)."""
     return (
         tuple(w.lower() for w in _CAPITAL.findall(text)),
         tuple(_NUMBER.findall(text)),
@@ -161,18 +177,18 @@ def _parse_cached(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bo
     )
 
 
-def _parse(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool, bool]:
-    """Question-independent parse of a sentence: ``(lowercased capitalised words, numbers, has a
-    year, starts with a pronoun, birth bracket)``. Memoised for texts up to 1,000 chars, at most
-    8,192 of them (so at most about 8 MB however long a server runs)."""
-    return _parse_cached(text) if len(text) <= _PARSE_CACHEABLE else _parse_cached.__wrapped__(text)
+@_per_text
+def _words(text: str) -> frozenset[str]:
+    """The distinct ``\\w+`` words of ``text`` (memoised, :func:`_per_text`)."""
+    return frozenset(_WORD.findall(text))
 
 
+@_per_text
 def _lead_entity(text: str) -> str:
     """The leading run of capitalised words of ``text`` (lowercased), the name a lead sentence
     is about when it has no title: ``"The Oberoi Group is ..."`` gives ``"oberoi group"``.
     Lowercase joiners (of, de, van, ...) are kept between capitalised words; a run shorter than
-    ``_ENTITY_MIN`` chars, a pronoun or a leading stop word gives ``""``."""
+    ``_ENTITY_MIN`` chars, a pronoun or a leading stop word gives ``""``. Memoised (:func:`_per_text`)."""
     out: list[str] = []
     pending: list[str] = []
     for k, raw in enumerate(text.split()):
@@ -203,8 +219,10 @@ def _lead_entity(text: str) -> str:
     return "" if len(low) < _ENTITY_MIN or _PRONOUN.match(name) else low
 
 
+@_per_text
 def _bare_title(title: str) -> str:
-    """``title`` lowercased, without a trailing ``"(...)"`` (``"Mercury (planet)"`` gives ``"mercury"``)."""
+    """``title`` lowercased, without a trailing ``"(...)"`` (``"Mercury (planet)"`` gives ``"mercury"``;
+    memoised, :func:`_per_text`)."""
     return (_PAREN.sub("", title) if "(" in title else title).lower()
 
 
@@ -228,14 +246,38 @@ def _holders(name: str, joined: str, ends: list[int]) -> list[int]:
     return out
 
 
-def _link_matrix(names: list[str], doc_list: list[int], holders: Mapping[str, list[int]], n: int
+@dataclass(frozen=True, slots=True, eq=False)
+class _Sentences:
+    """A problem's lowercased sentences joined for substring search; each name is searched once."""
+
+    lowered: list[str]  # per sentence: lowercased text
+    joined: str  # the lowered texts joined by "\n"
+    ends: list[int]  # offset in `joined` just past each text's "\n"
+    found: dict[str, list[int]] = field(default_factory=dict)  # name -> holding(name)
+
+    @classmethod
+    def of(cls, texts: list[str]) -> _Sentences:
+        """``texts`` lowercased and joined, nothing searched yet."""
+        lowered = [t.lower() for t in texts]  # lowercasing may change lengths: offsets from these
+        return cls(lowered, "\n".join(lowered), list(accumulate(len(t) + 1 for t in lowered)))
+
+    def holding(self, name: str) -> list[int]:
+        """The sentences containing ``name``, in order (:func:`_holders`, memoised per name)."""
+        found = self.found.get(name)
+        if found is None:
+            found = self.found[name] = _holders(name, self.joined, self.ends)
+        return found
+
+
+def _link_matrix(names: list[str], doc_list: list[int], sentences: _Sentences, n: int
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(links, out, sentence, named)``: ``links[j, k]`` when a sentence of document j contains
     document k's name; ``out[i]`` when sentence i contains another document's name; each pair
     ``(sentence[m], named[m])`` is a sentence and the other document whose name it contains.
-    ``holders[name]`` lists the sentences containing ``name`` (:func:`_holders`)."""
+    A sentence contains a name as a substring (:meth:`_Sentences.holding`)."""
     n_doc = len(names)
-    found = [(i, d) for d, t in enumerate(names) for i in holders[t] if doc_list[i] != d]
+    holding = sentences.holding
+    found = [(i, d) for d, t in enumerate(names) for i in holding(t) if doc_list[i] != d]
     sentence, named = np.array(found, dtype=np.int64).reshape(-1, 2).T
     links = np.zeros((n_doc, n_doc), dtype=bool)
     links[np.asarray(doc_list)[sentence], named] = True
@@ -256,9 +298,7 @@ class _Structure:
     in_doc: np.ndarray  # per sentence: its index inside its document (position order)
     titles: list[str]  # per document: lowercased title without a trailing "(...)"
     contents: list[str]  # per sentence: Candidate.content
-    lowered: list[str]  # per sentence: lowercased text
-    joined: str  # the lowered texts joined by "\n" (search them with _holders)
-    ends: list[int]  # offset in `joined` just past each text's "\n"
+    sentences: _Sentences  # the contents lowercased, for substring search
     links: np.ndarray  # (n_doc, n_doc) bool: document j has a sentence naming document k's title
     bridge_out: np.ndarray  # per sentence: names another document's title
     title_in_q: np.ndarray  # per document
@@ -301,18 +341,15 @@ def _structure(problem: PackingProblem) -> _Structure:
     first_of = dict(zip(reversed(doc_list), range(n - 1, -1, -1)))  # document -> its first candidate
     titles = [_bare_title(cands[first_of[d]].source_key) if d in first_of else "" for d in range(n_doc)]
     contents = [c.content for c in cands]
-    lowered = [t.lower() for t in contents]  # lowercasing may change lengths: offsets from these
-    joined = "\n".join(lowered)
-    ends = list(accumulate(len(t) + 1 for t in lowered))
+    sentences = _Sentences.of(contents)
     entities = [""] * n_doc
     for i in np.flatnonzero(in_doc == 0).tolist():
         entities[doc_list[i]] = _lead_entity(contents[i])
-    holders = {t: _holders(t, joined, ends) for t in {*titles, *entities}}  # titles and entities often agree
-    links, bridge_out, naming, named = _link_matrix(titles, doc_list, holders, n)
+    links, bridge_out, naming, named = _link_matrix(titles, doc_list, sentences, n)
     q_low = problem.query.lower()
     title_in_q = np.array([1.0 if t and t in q_low else 0.0 for t in titles])
 
-    entity_links, entity_out, entity_naming, entity_named = _link_matrix(entities, doc_list, holders, n)
+    entity_links, entity_out, entity_naming, entity_named = _link_matrix(entities, doc_list, sentences, n)
     entity_in_q = np.array([1.0 if e and e in q_low else 0.0 for e in entities])
     named_by_rel = np.full(n_doc, -np.inf)  # the best rel of a sentence naming it by title or entity, else 0
     np.maximum.at(named_by_rel, np.concatenate((named, entity_named)), rel[np.concatenate((naming, entity_naming))])
@@ -328,14 +365,11 @@ def _structure(problem: PackingProblem) -> _Structure:
     for sq, members in by_sub.items():
         ent = _sub_entity(sq, problem.query)
         if ent:  # the sentences holding the entity the sub-query leads with
-            found = holders.get(ent)
-            if found is None:
-                found = holders[ent] = _holders(ent, joined, ends)
-            sub_entity[list(set(found).intersection(members))] = 1.0
+            sub_entity[list(set(sentences.holding(ent)).intersection(members))] = 1.0
         terms = tuple(dict.fromkeys(bm25_tokenize(sq)))  # share of the sub-query's bm25 terms among the sentence's
         if terms:
-            sub_coverage[members] = term_incidence(terms, [lowered[i] for i in members]).sum(axis=1) / len(terms)
-    return _Structure(rel, positions, doc_best, doc_share, doc_rank, in_doc, titles, contents, lowered, joined, ends,
+            sub_coverage[members] = term_incidence(terms, [sentences.lowered[i] for i in members]).sum(axis=1) / len(terms)
+    return _Structure(rel, positions, doc_best, doc_share, doc_rank, in_doc, titles, contents, sentences,
                       links, bridge_out, title_in_q, entities, entity_links, entity_out, entity_in_q, named_by_rel,
                       doc_hop.astype(np.float64),
                       sub_entity, sub_coverage)
@@ -356,12 +390,12 @@ def _document_features(problem: PackingProblem, s: _Structure) -> dict[str, np.n
     names_q = s.links[:, tq].any(axis=1)
     q_low = problem.query.lower()
     q_words = set(_WORD.findall(q_low))
-    overlap = np.array([len(w & q_words) / max(1, len(w)) for w in (set(_WORD.findall(t)) for t in s.titles)])
+    overlap = np.array([len(w & q_words) / max(1, len(w)) for w in map(_words, s.titles)])
     q_caps = {w.lower() for w in _CAPITAL.findall(problem.query)[1:]}
     caps = np.zeros(n_doc)  # per document: how many of q_caps a sentence of it contains (none spans a "\n")
     doc_list = doc.tolist()
     for w in q_caps:
-        caps[list({doc_list[i] for i in _holders(w, s.joined, s.ends)})] += 1.0
+        caps[list({doc_list[i] for i in s.sentences.holding(w)})] += 1.0
     caps /= max(1, len(q_caps))
     ent_named_by = s.entity_links.any(axis=0)
     eq = s.entity_in_q.astype(bool)
@@ -425,10 +459,10 @@ def _sentence_features(problem: PackingProblem, s: _Structure, q: np.ndarray) ->
     digit = np.array([bool(x) for x in numbers], dtype=np.float64)
     has_year, pronoun, born = (np.array(x, dtype=np.float64) for x in (has_year, pronoun, born))
     starts_title = np.array([t is not None and low.startswith(t)
-                             for t, low in zip(map(title_head.__getitem__, doc.tolist()), s.lowered)], dtype=np.float64)
+                             for t, low in zip(map(title_head.__getitem__, doc.tolist()), s.sentences.lowered)], dtype=np.float64)
     head_words = np.zeros(n)  # how many head words each sentence contains (a word never spans a "\n")
     for w in head:
-        head_words[_holders(w, s.joined, s.ends)] += 1.0
+        head_words[s.sentences.holding(w)] += 1.0
     head_words /= n_head
     lead = (s.in_doc == 0).astype(np.float64)
     bridge_in = s.links.any(axis=0)[doc].astype(np.float64)
@@ -672,7 +706,7 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     extra = rank[cheapest] >= opts
     members[extra, opts] = cheapest[extra]
     # Option slots per document: each member alone, then each pair of members; a slot whose
-    # member is padding is invalid and gets row 0's shift and gain (it can never be the best)
+    # member is padding is invalid
     pairs = np.array(list(combinations(range(opts + 1), 2)) if params.max_per_doc == 2 else [], dtype=np.int64)
     first = np.concatenate((np.arange(opts + 1), pairs[:, 0] if len(pairs) else pairs))
     second = np.concatenate((np.full(opts + 1, -1), pairs[:, 1] if len(pairs) else pairs))
@@ -682,17 +716,27 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     bonus_r = bonus[grouped_doc[starts]][:, None]
     opt_cost = np.where(single, g_cost[a], g_cost[a] + g_cost[b])
     opt_value = np.where(single, bonus_r + g_p[a] - params.price, bonus_r + (g_p[a] + g_p[b]) - 2 * params.price)
-    # row 0 leaves the document out; shift[r, k] indexes `window[r]`: window[r, cap + 1 - c][w] = hist[r, w - c]
-    shift = np.column_stack((np.full(n_groups, cap + 1), np.where(valid, cap + 1 - np.minimum(opt_cost, cap + 1), cap + 1)))
-    gain = np.column_stack((np.zeros(n_groups), np.where(valid, opt_value, 0.0)))[:, :, None]
+    # Document r's DP rows, rows[r]:rows[r + 1] of `shift` and `gain`: leaving it out, then each valid
+    # option except those worth less than nothing that cost something. An invalid option would only
+    # repeat leaving the document out; one worth < 0 is never on the packing the backtracking finds:
+    # the same packing without it is worth at least as much (float sums are monotone) in less
+    # capacity, which the first argmax prefers. shift indexes `window[r]`: window[r, cap + 1 - c][w] = hist[r, w - c]
+    live = np.column_stack((np.ones(n_groups, dtype=bool), valid & ((opt_value >= 0) | (opt_cost < 1))))
+    shift = np.column_stack((np.full(n_groups, cap + 1), cap + 1 - np.minimum(opt_cost, cap + 1)))[live]
+    gain = np.column_stack((np.zeros(n_groups), opt_value))[live][:, None]
+    rows = [0, *accumulate(live.sum(axis=1).tolist())]
     # hist[r, cap + 1 + w]: most value over the documents before r at used capacity w; -inf absorbs w < 0
     hist = np.full((n_groups + 1, 2 * (cap + 1)), -np.inf)
     hist[0, cap + 1] = 0.0
     cell = hist.itemsize
     window = np.ndarray((n_groups + 1, cap + 2, cap + 1), hist.dtype, hist, strides=(hist.strides[0], cell, cell))
     for r in range(n_groups):
-        value = window[r, shift[r]]  # a copy
-        value += gain[r]
+        lo, hi = rows[r], rows[r + 1]
+        if hi - lo == 1:  # only leaving it out (adding 0.0 would change nothing: no cell holds -0.0)
+            hist[r + 1] = hist[r]
+            continue
+        value = window[r, shift[lo:hi]]  # a copy
+        value += gain[lo:hi]
         np.maximum.reduce(value, axis=0, out=hist[r + 1, cap + 1:])
     w = int(np.argmax(hist[n_groups, cap + 1:]))
     chosen: list[int] = []
