@@ -28,6 +28,26 @@ def test_ask_date_comparison_is_computed_and_cites_both_dates(capsys):
     assert [line.split(" | ")[0] for line in answer["cited_lines"]] == ["Harvey Pekar", "Denise Levertov"]
 
 
+def test_ask_director_comparison_on_a_users_corpus_reads_both_directors(tmp_path, capsys):
+    rows = [
+        ("f1", "Freeway (1996 film)", "Freeway is a 1996 American crime film. It was directed by Matthew Bright."),
+        ("f2", "Forget Paris", "Forget Paris is a 1995 romantic comedy film directed by Billy Crystal."),
+        ("d1", "Matthew Bright", "Matthew Bright (born 1952) is an American screenwriter and director."),
+        ("d2", "Billy Crystal", "William Edward Crystal (born March 14, 1948) is an American actor and director."),
+        ("x1", "Paris", "Paris is the capital of France."),
+    ]
+    corpus = tmp_path / "films.jsonl"
+    corpus.write_text("".join(json.dumps({"id": i, "title": t, "text": x}) + "\n" for i, t, x in rows))
+    question = "Which film has the director who was born first, Freeway (1996 Film) or Forget Paris?"
+    for compaction in ("evidence", "off"):
+        assert main(["ask", question, "--corpus", str(corpus), "--reader", "none", "--json",
+                     "--compaction", compaction, "--max-tokens", "40"]) == 0
+        answer = json.loads(capsys.readouterr().out)["answer"]
+        assert answer["text"] == "Forget Paris" and answer["method"] == "computed: date comparison (1952 vs 1948)"
+        assert [line.split(" | ")[0] for line in answer["cited_lines"]] == [
+            "Freeway (1996 film)", "Matthew Bright", "Forget Paris", "Billy Crystal"]
+
+
 def test_ask_off_prints_full_context(capsys):
     assert main(["ask", "Who was born first David Draiman or Terry Kath?", "--reader", "none", "--compaction", "off", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
