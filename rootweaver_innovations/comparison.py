@@ -39,7 +39,10 @@ _LATE = re.compile(r"\b(?:later|latest|last|younger|youngest|newer|newest|more r
                    re.IGNORECASE)
 _DEATH = re.compile(r"\b(?:died|die|death|passed away)\b", re.IGNORECASE)
 _BIRTH = re.compile(r"\b(?:born|birth|older|oldest|younger|youngest)\b", re.IGNORECASE)
-_YEAR = re.compile(r"(?<!\d)(1[0-9]{3}|20[0-9]{2})(?!\d)")  # "(April 28, 1926February 19, 2016)" too
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+# a year also when run into a word or into the next date's day: "(April 28, 1926February 19,
+# 2016)", "( 21 February 188524 July 1957)" (the dash lost in extraction)
+_YEAR = re.compile(rf"(?<!\d)(1[0-9]{{3}}|20[0-9]{{2}})(?=\d{{1,2}} (?:{_MONTHS})\b|\D|$)")
 _DIRECTOR = re.compile(r"\bwhose director\b|\b(?:has|with) the director\b", re.IGNORECASE)
 _RELATION = re.compile(r"\bwhose\b|\b(?:has|with) the \w+ (?:who|that)\b", re.IGNORECASE)  # another entity's date
 _DIRECTED_BY = re.compile(r"\bdirected by\s+")

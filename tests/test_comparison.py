@@ -44,6 +44,9 @@ def test_a_year_run_into_a_word_is_still_read():
     lee = Fact("p5", "Harper Lee", "Nelle Harper Lee (April 28, 1926February 19, 2016) was an American novelist.", 0)
     found = compare_dates("Who was born first, Harvey Pekar or Harper Lee?", [PEKAR, lee])
     assert found.answer == "Harper Lee" and found.years == (1939, 1926)
+    guitry = Fact("p6", "Sacha Guitry", 'Sacha Guitry( 21 February 188524 July 1957) was a French director.', 0)
+    assert compare_dates("Who was born first, Harvey Pekar or Sacha Guitry?", [PEKAR, guitry]).years == (1939, 1885)
+    assert compare_dates("Who died first, Harvey Pekar or Sacha Guitry?", [PEKAR, guitry]).years == (2010, 1957)
 
 
 def test_release_years_come_from_any_own_sentence():
