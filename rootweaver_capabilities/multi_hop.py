@@ -137,13 +137,12 @@ class MultiHopCapability:
     """The multi-hop retrieval capability for an agent runtime (see the module docstring).
 
     ``flags`` defaults to the provider ``config.flags`` names; ``retriever`` to BM25 over
-    ``config.retriever`` (a built index is opened memory-mapped, so worker processes
-    share its pages); ``synthesizer`` to :func:`build_synthesizer` of ``config.llm`` (the
-    extractive answer for ``llm.provider: none``); date comparisons are answered by
+    ``config.retriever`` (a built index is opened memory-mapped, so worker processes share
+    its pages); ``synthesizer`` to :func:`build_synthesizer` of ``config.llm`` (the
+    extractive answer for ``llm.provider: none``); ``metrics`` to none. Whatever the
+    synthesizer, date comparisons are answered by
     :func:`~rootweaver_innovations.comparison.date_comparison_answer` from the trajectory's
-    facts whatever the synthesizer; ``metrics`` to none. Safe to share across
-    threads: one instance serves concurrent ``execute``
-    calls.
+    facts. Safe to share across threads: one instance serves concurrent ``execute`` calls.
     """
 
     def __init__(
