@@ -63,7 +63,7 @@ def _literal_options(question: str) -> tuple[str, str] | None:
     head, sep, tail = question.rstrip(" ?.").rpartition(" or ")
     if not sep or ", " not in head or "," in tail:
         return None
-    a = _LOWER_ARTICLE.sub("", head.rpartition(", ")[2].strip())
+    a = _LOWER_ARTICLE.sub("", head.rpartition(", ")[2].strip(" ,"))
     b = _LOWER_ARTICLE.sub("", tail.strip())
     return (a, b) if _named(a) and _named(b) and a != b else None
 

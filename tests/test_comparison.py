@@ -179,6 +179,7 @@ def test_literal_options_keep_lower_case_words_and_numbers():
         "Cuatro balazos", "Column South")
     assert choice_options("Which is taller, the Metropolitan Tower or 750 7th Avenue?") == (
         "Metropolitan Tower", "750 7th Avenue")
+    assert choice_options("Who was born first, Ann Corvell, or Tomas Reyk?") == ("Ann Corvell", "Tomas Reyk")
 
 
 def test_questions_without_two_named_options_offer_none():
