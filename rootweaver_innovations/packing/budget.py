@@ -16,7 +16,7 @@ packers compare against; the packet's real token count is measured afterwards an
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -127,10 +127,16 @@ class Budget:
             return None
         return self.counter if self.counter is not None else default_token_counter()
 
+    @property
+    def measurer(self) -> Callable[[str], int]:
+        """:meth:`measure` as a plain function (``len`` or the counter's ``count``), looked up
+        once by callers that size many texts."""
+        counter = self.token_counter
+        return len if counter is None else counter.count
+
     def measure(self, text: str) -> int:
         """Size of ``text`` in this budget's unit."""
-        counter = self.token_counter
-        return len(text) if counter is None else counter.count(text)
+        return self.measurer(text)
 
 
 class Knapsack:
@@ -144,8 +150,7 @@ class Knapsack:
         n = len(texts)
         if headers and len(headers) != n:
             raise ValueError(f"headers must have one entry per text ({n}), got {len(headers)}")
-        counter = budget.token_counter
-        measure = len if counter is None else counter.count  # budget.measure, its counter looked up once
+        measure = budget.measurer
         sep = measure(budget.separator) if budget.separator else 0
         self.budget = budget
         self.capacity = budget.limit + sep
