@@ -16,6 +16,7 @@ from rootweaver_innovations.packing import POLICIES, Budget, Candidate, Evidence
 from rootweaver_innovations.packing.evidence import (
     EvidenceParams,
     _cover,
+    _holders,
     _lead_entity,
     answer_likelihood,
     document_features,
@@ -244,3 +245,20 @@ def test_the_cover_only_considers_the_documents_with_the_largest_bonus(cands, qu
     chosen = _cover(p, bonus, problem, params)
     assert {int(problem.doc_index[i]) for i in chosen} <= allowed
     assert problem.knapsack.item[chosen].sum() <= problem.knapsack.capacity
+
+
+_ALPHABET = st.sampled_from("ab\n é")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(_ALPHABET, max_size=12), min_size=1, max_size=6), st.lists(st.text(_ALPHABET, max_size=4), max_size=6))
+def test_the_name_search_finds_each_name_in_exactly_the_texts_holding_it(texts, names):
+    """One pass for all names (overlapping, repeated, empty, or holding the separator) gives,
+    per name, the texts containing it as a substring, in order."""
+    texts = [t.replace("\n", " ") for t in texts]  # a text is one line; names may still hold "\n"
+    joined = "\n".join(texts)
+    ends = list(itertools.accumulate(len(t) + 1 for t in texts))
+    found = _holders(names, joined, ends)
+    assert set(found) == set(names)
+    for name in names:
+        assert found[name] == [i for i, t in enumerate(texts) if name and name in t]

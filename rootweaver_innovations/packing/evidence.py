@@ -54,13 +54,14 @@ import functools
 import json
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from itertools import accumulate, chain, combinations
 from pathlib import Path
 from typing import Any, TypeVar
 
+import ahocorasick
 import numpy as np
 
 from ..compaction import STOP_WORDS
@@ -226,6 +227,16 @@ def _bare_title(title: str) -> str:
     return (_PAREN.sub("", title) if "(" in title else title).lower()
 
 
+def _question_capitals(question: str) -> frozenset[str]:
+    """The question's capitalised words after its first word, lowercased."""
+    return frozenset(w.lower() for w in _CAPITAL.findall(question)[1:])
+
+
+def _head_words(question: str) -> list[str]:
+    """The question's words 2-6 (lowercased) that are not stop words."""
+    return [w for w in _WORD.findall(question.lower())[1:6] if w not in STOP_WORDS]
+
+
 def _sub_entity(sub_query: str | None, query: str) -> str:
     """The entity a follow-up sub-query leads with (``""`` for the question itself or none)."""
     if not sub_query or sub_query == query:
@@ -233,40 +244,43 @@ def _sub_entity(sub_query: str | None, query: str) -> str:
     return _lead_entity(sub_query)
 
 
-def _holders(name: str, joined: str, ends: list[int]) -> list[int]:
-    """The texts of ``joined`` (``"\n"``-joined, text ``i`` ending before ``ends[i]``) that
-    contain ``name``, in order."""
-    out: list[int] = []
-    at = joined.find(name) if name else -1
-    while at >= 0:
-        i = bisect_right(ends, at)
-        if at + len(name) < ends[i]:  # inside text i
-            out.append(i)
-        at = joined.find(name, ends[i])  # text i is settled either way: a later start there ends later
-    return out
+def _holders(names: Collection[str], joined: str, ends: list[int]) -> dict[str, list[int]]:
+    """For each distinct non-empty name, the texts of ``joined`` (``"\n"``-joined, text ``i``
+    ending before ``ends[i]``) that contain it as a substring, in order; one Aho-Corasick pass
+    over ``joined`` for all names. An empty name is held by no text."""
+    found: dict[str, list[int]] = {name: [] for name in names}
+    automaton = ahocorasick.Automaton()
+    for name in found:
+        if name:
+            automaton.add_word(name, (name, len(name) - 1))
+    if not len(automaton):
+        return found
+    automaton.make_automaton()
+    for end, (name, width) in automaton.iter(joined):
+        i = bisect_right(ends, end - width)
+        if end + 1 < ends[i]:  # inside text i (a name holding "\n" may span two texts: it is in neither)
+            held = found[name]
+            if not held or held[-1] != i:
+                held.append(i)
+    return found
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class _Sentences:
-    """A problem's lowercased sentences joined for substring search; each name is searched once."""
+    """A problem's lowercased sentences and which of them hold each of a fixed set of names."""
 
     lowered: list[str]  # per sentence: lowercased text
-    joined: str  # the lowered texts joined by "\n"
-    ends: list[int]  # offset in `joined` just past each text's "\n"
-    found: dict[str, list[int]] = field(default_factory=dict)  # name -> holding(name)
+    found: dict[str, list[int]]  # name -> the sentences containing it, in order
 
     @classmethod
-    def of(cls, texts: list[str]) -> _Sentences:
-        """``texts`` lowercased and joined, nothing searched yet."""
+    def of(cls, texts: list[str], names: Collection[str]) -> _Sentences:
+        """``texts`` lowercased and searched for every name of ``names`` (lowercase) at once."""
         lowered = [t.lower() for t in texts]  # lowercasing may change lengths: offsets from these
-        return cls(lowered, "\n".join(lowered), list(accumulate(len(t) + 1 for t in lowered)))
+        return cls(lowered, _holders(names, "\n".join(lowered), list(accumulate(len(t) + 1 for t in lowered))))
 
     def holding(self, name: str) -> list[int]:
-        """The sentences containing ``name``, in order (:func:`_holders`, memoised per name)."""
-        found = self.found.get(name)
-        if found is None:
-            found = self.found[name] = _holders(name, self.joined, self.ends)
-        return found
+        """The sentences containing ``name``, in order; ``name`` must be one searched by :meth:`of`."""
+        return self.found[name]
 
 
 def _link_matrix(names: list[str], doc_list: list[int], sentences: _Sentences, n: int
@@ -341,10 +355,15 @@ def _structure(problem: PackingProblem) -> _Structure:
     first_of = dict(zip(reversed(doc_list), range(n - 1, -1, -1)))  # document -> its first candidate
     titles = [_bare_title(cands[first_of[d]].source_key) if d in first_of else "" for d in range(n_doc)]
     contents = [c.content for c in cands]
-    sentences = _Sentences.of(contents)
     entities = [""] * n_doc
     for i in np.flatnonzero(in_doc == 0).tolist():
         entities[doc_list[i]] = _lead_entity(contents[i])
+    by_sub: dict[str, list[int]] = {}  # sub-query (the question when unknown) -> its candidates
+    for i, c in enumerate(cands):
+        by_sub.setdefault(c.sub_query or problem.query, []).append(i)
+    sub_entities = {sq: _sub_entity(sq, problem.query) for sq in by_sub}
+    sentences = _Sentences.of(contents, {*titles, *entities, *sub_entities.values(),
+                                         *_question_capitals(problem.query), *_head_words(problem.query)})
     links, bridge_out, naming, named = _link_matrix(titles, doc_list, sentences, n)
     q_low = problem.query.lower()
     title_in_q = np.array([1.0 if t and t in q_low else 0.0 for t in titles])
@@ -357,13 +376,10 @@ def _structure(problem: PackingProblem) -> _Structure:
     doc_hop = np.full(n_doc, np.iinfo(np.int64).max)
     hops = np.fromiter((c.hop or 0 for c in cands), dtype=np.int64, count=n)
     np.minimum.at(doc_hop, doc, hops)
-    by_sub: dict[str, list[int]] = {}  # sub-query (the question when unknown) -> its candidates
-    for i, c in enumerate(cands):
-        by_sub.setdefault(c.sub_query or problem.query, []).append(i)
     sub_entity = np.zeros(n)
     sub_coverage = np.zeros(n)
     for sq, members in by_sub.items():
-        ent = _sub_entity(sq, problem.query)
+        ent = sub_entities[sq]
         if ent:  # the sentences holding the entity the sub-query leads with
             sub_entity[list(set(sentences.holding(ent)).intersection(members))] = 1.0
         terms = tuple(dict.fromkeys(bm25_tokenize(sq)))  # share of the sub-query's bm25 terms among the sentence's
@@ -391,7 +407,7 @@ def _document_features(problem: PackingProblem, s: _Structure) -> dict[str, np.n
     q_low = problem.query.lower()
     q_words = set(_WORD.findall(q_low))
     overlap = np.array([len(w & q_words) / max(1, len(w)) for w in map(_words, s.titles)])
-    q_caps = {w.lower() for w in _CAPITAL.findall(problem.query)[1:]}
+    q_caps = _question_capitals(problem.query)
     caps = np.zeros(n_doc)  # per document: how many of q_caps a sentence of it contains (none spans a "\n")
     doc_list = doc.tolist()
     for w in q_caps:
@@ -447,8 +463,8 @@ def _sentence_features(problem: PackingProblem, s: _Structure, q: np.ndarray) ->
     question = problem.query
     q_low = question.lower()
     when, how_many, who, where, comparison, which = _question_kind(question)
-    q_capitals = {w.lower() for w in _CAPITAL.findall(question)[1:]}
-    head = [w for w in _WORD.findall(q_low)[1:6] if w not in STOP_WORDS]
+    q_capitals = _question_capitals(question)
+    head = _head_words(question)
     in_q = q_low.__contains__
     n_q_capitals, n_head = max(1, len(q_capitals)), max(1, len(head))
     title_head = [t[:20] if t else None for t in s.titles]
