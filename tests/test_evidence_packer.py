@@ -78,20 +78,17 @@ def _value(chosen, p, bonus, problem, params):
 @given(
     candidate_lists(min_size=1, max_size=7), queries, st.integers(min_value=1, max_value=40),
     st.sampled_from([0.0, 0.5, 3.0]), st.sampled_from([0.0, 0.02, 0.3]), st.integers(1, 3), st.sampled_from([1, 2]),
-    st.sampled_from([0.0, 0.1, 0.3]),
 )
-def test_cover_is_the_brute_force_optimum(cands, query, limit, coverage, price, options, per_doc, floor):
-    params = EvidenceParams(coverage=coverage, price=price, options_per_doc=options, max_per_doc=per_doc,
-                            min_share=floor)
+def test_cover_is_the_brute_force_optimum(cands, query, limit, coverage, price, options, per_doc):
+    params = EvidenceParams(coverage=coverage, price=price, options_per_doc=options, max_per_doc=per_doc)
     problem = _problem(cands, query, Budget.chars(limit))
     p = answer_likelihood(problem)
     bonus = coverage * document_likelihood(problem)
     cost, cap = problem.knapsack.item, problem.knapsack.capacity
-    allowed = set()  # each document's `options` best sentences by p (ties by input order) and its cheapest,
-    for d in set(problem.doc_index.tolist()):  # among those with p >= min_share
-        members = sorted((i for i in range(len(cands)) if problem.doc_index[i] == d and p[i] >= floor),
-                         key=lambda i: (-p[i], i))
-        allowed |= set(members[:options]) | ({min(members, key=lambda i: cost[i])} if members else set())
+    allowed = set()  # each document's `options` best sentences by p (ties by input order) and its cheapest
+    for d in set(problem.doc_index.tolist()):
+        members = sorted((i for i in range(len(cands)) if problem.doc_index[i] == d), key=lambda i: (-p[i], i))
+        allowed |= set(members[:options]) | {min(members, key=lambda i: cost[i])}
     best = 0.0
     for k in range(len(cands) + 1):
         for subset in itertools.combinations(sorted(allowed), k):
@@ -265,15 +262,3 @@ def test_the_name_search_finds_each_name_in_exactly_the_texts_holding_it(texts, 
     assert set(found) == set(names)
     for name in names:
         assert found[name] == [i for i, t in enumerate(texts) if name and name in t]
-
-
-@settings(max_examples=300, deadline=None)
-@given(candidate_lists(min_size=2, max_size=8), queries, st.integers(min_value=1, max_value=120),
-       st.sampled_from([0.05, 0.2, 0.5]))
-def test_below_the_share_floor_nothing_is_taken_unless_everything_fits(cands, query, limit, floor):
-    model = dataclasses.replace(EvidenceModel.load(), params=EvidenceParams(min_share=floor))
-    problem = _problem(cands, query, Budget.chars(limit))
-    p = answer_likelihood(problem, model)
-    fits = int(problem.knapsack.item.sum() + problem.knapsack.group_cost.sum()) <= problem.knapsack.capacity
-    chosen = evidence_policy(problem, model).order
-    assert fits and chosen == tuple(range(len(cands))) or all(p[i] >= floor for i in chosen)
