@@ -106,10 +106,7 @@ class EvidenceParams:
     budget left after the knapsack is filled (``p + fill_evidence * q_d``, best first,
     anything that fits); ``options_per_doc`` (>= 1) how many of a document's best sentences
     by ``p`` the knapsack considers (its cheapest sentence is always considered too),
-    ``max_per_doc`` (1 or 2) how many it may take from one document; ``min_share`` (in
-    ``[0, 1]``): a sentence whose share ``p`` is below it is never taken, by the knapsack or the
-    fill (a likely distractor for the reader, even when it fits), unless every candidate fits;
-    ``max_cover_docs``
+    ``max_per_doc`` (1 or 2) how many it may take from one document; ``max_cover_docs``
     (>= 1) how many documents, those with the largest coverage bonus, enter the knapsack (the
     rest can still be taken by the fill), which bounds its memory at
     ``2 x (max_cover_docs + 1) x (capacity + 1)`` cells however long the input. Bad values raise
@@ -122,7 +119,6 @@ class EvidenceParams:
     options_per_doc: int = 3
     max_per_doc: int = 2
     max_cover_docs: int = 64
-    min_share: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("coverage", "price", "fill_evidence"):
@@ -134,8 +130,6 @@ class EvidenceParams:
             raise ValueError(f"options_per_doc must be an int >= 1, got {self.options_per_doc!r}")
         if self.max_per_doc not in (1, 2) or isinstance(self.max_per_doc, bool):
             raise ValueError(f"max_per_doc must be 1 or 2, got {self.max_per_doc!r}")
-        if isinstance(self.min_share, bool) or not isinstance(self.min_share, (int, float)) or not 0 <= self.min_share <= 1:
-            raise ValueError(f"min_share must be a number in [0, 1], got {self.min_share!r}")
         cover = self.max_cover_docs
         if isinstance(cover, bool) or not isinstance(cover, int) or cover < 1:
             raise ValueError(f"max_cover_docs must be an int >= 1, got {cover!r}")
@@ -627,7 +621,7 @@ class EvidenceModel:
             "provenance": dict(self.provenance),
             "params": {"coverage": p.coverage, "price": p.price, "fill_evidence": p.fill_evidence,
                        "options_per_doc": p.options_per_doc,
-                       "max_per_doc": p.max_per_doc, "max_cover_docs": p.max_cover_docs, "min_share": p.min_share},
+                       "max_per_doc": p.max_per_doc, "max_cover_docs": p.max_cover_docs},
             "document": {"bias": self.document_bias, "weights": dict(self.document_weights)},
             "sentence": {"weights": dict(self.sentence_weights)},
         }
@@ -698,8 +692,7 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     are each member alone, then (``max_per_doc`` 2) each pair of members in member order,
     an option of ``k`` candidates worth ``bonus[d] + sum(p) - k * price``. On equal value the
     earlier option, and not taking the document at all, win. Only the ``max_cover_docs``
-    documents with the largest bonus (ties: lower index) take part, and only their candidates
-    with ``p >= min_share``.
+    documents with the largest bonus (ties: lower index) take part.
     """
     cost = problem.knapsack.item
     cap = int(problem.knapsack.capacity)
@@ -711,10 +704,6 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
         among = np.flatnonzero(keep[doc])
     else:
         among = np.arange(n)
-    if params.min_share > 0:
-        among = among[p[among] >= params.min_share]
-        if not len(among):
-            return []
     grouped = among[np.lexsort((among, -p[among], doc[among]))]  # by document, then p descending
     m = len(grouped)
     grouped_doc = doc[grouped]
@@ -800,15 +789,15 @@ def evidence_policy(problem: PackingProblem, model: EvidenceModel | None = None)
     order: list[int] = []
     taken: set[int] = set()
     marginal = knap.marginal().tolist()
-    p_of = p.tolist()
     for i in chain([i for i in by_score.tolist() if i in chosen], fill.tolist()):  # the cover, then the fill
         if len(order) == problem.cap:
             break
-        if i not in taken and p_of[i] >= params.min_share and knap.used + marginal[i] <= knap.capacity:
+        if i not in taken and knap.used + marginal[i] <= knap.capacity:
             knap.take(i)
             taken.add(i)
             order.append(i)
             marginal = knap.marginal().tolist()  # a header paid makes its other candidates cheaper
+    p_of = p.tolist()
     return Selection(tuple(order), tuple(p_of[i] for i in order))
 
 
