@@ -746,14 +746,17 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     hist[0, cap + 1] = 0.0
     cell = hist.itemsize
     window = np.ndarray((n_groups + 1, cap + 2, cap + 1), hist.dtype, hist, strides=(hist.strides[0], cell, cell))
+    shift_at, gain_at = shift.tolist(), gain.ravel().tolist()
     for r in range(n_groups):
         lo, hi = rows[r], rows[r + 1]
         if hi - lo == 1:  # only leaving it out (adding 0.0 would change nothing: no cell holds -0.0)
             hist[r + 1] = hist[r]
-            continue
-        value = window[r, shift[lo:hi]]  # a copy
-        value += gain[lo:hi]
-        np.maximum.reduce(value, axis=0, out=hist[r + 1, cap + 1:])
+        elif hi - lo == 2:  # leaving it out or its one option: the same maximum, from a slice instead of a gather
+            np.maximum(hist[r, cap + 1:], window[r, shift_at[lo + 1]] + gain_at[lo + 1], out=hist[r + 1, cap + 1:])
+        else:
+            value = window[r, shift[lo:hi]]  # a copy
+            value += gain[lo:hi]
+            np.maximum.reduce(value, axis=0, out=hist[r + 1, cap + 1:])
     w = int(np.argmax(hist[n_groups, cap + 1:]))
     chosen: list[int] = []
     for r in range(n_groups - 1, -1, -1):
