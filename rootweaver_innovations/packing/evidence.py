@@ -684,6 +684,22 @@ def answer_likelihood(problem: PackingProblem, model: EvidenceModel | None = Non
     return (model or _shipped_model()).likelihoods(problem)[0]
 
 
+@functools.lru_cache(maxsize=16)
+def _option_slots(options_per_doc: int, max_per_doc: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A document's knapsack options over its ``options_per_doc + 1`` member places, as
+    ``(first, second, single)`` arrays (read-only): each place alone, then (``max_per_doc`` 2)
+    each pair of places in order; ``first`` is an option's place, ``second`` its pair's second
+    place (0 for a single) and ``single`` whether it has one place only."""
+    places = range(options_per_doc + 1)
+    pairs = list(combinations(places, 2)) if max_per_doc == 2 else []
+    first = np.array([*places, *(i for i, _ in pairs)], dtype=np.int64)
+    second = np.array([0 for _ in places] + [j for _, j in pairs], dtype=np.int64)
+    single = np.arange(len(first)) < len(places)
+    for slots in (first, second, single):
+        slots.flags.writeable = False
+    return first, second, single
+
+
 def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: EvidenceParams) -> list[int]:
     """Exact multiple-choice knapsack: at most one option per document, most total value within capacity.
 
@@ -721,17 +737,14 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     members[group_of[best], rank[best]] = np.flatnonzero(best)
     extra = rank[cheapest] >= opts
     members[extra, opts] = cheapest[extra]
-    # Option slots per document: each member alone, then each pair of members; a slot whose
-    # member is padding is invalid
-    pairs = np.array(list(combinations(range(opts + 1), 2)) if params.max_per_doc == 2 else [], dtype=np.int64)
-    first = np.concatenate((np.arange(opts + 1), pairs[:, 0] if len(pairs) else pairs))
-    second = np.concatenate((np.full(opts + 1, -1), pairs[:, 1] if len(pairs) else pairs))
-    a, b = members[:, first], np.where(second >= 0, members[:, np.maximum(second, 0)], -1)
-    valid = (a >= 0) & ((second < 0) | (b >= 0))
-    single = second < 0
+    # Option slots per document (see _option_slots); a slot whose member is padding is invalid
+    first, second, single = _option_slots(opts, params.max_per_doc)
+    a, b = members[:, first], np.where(single, -1, members[:, second])
+    valid = (a >= 0) & (single | (b >= 0))
     bonus_r = bonus[grouped_doc[starts]][:, None]
-    opt_cost = np.where(single, g_cost[a], g_cost[a] + g_cost[b])
-    opt_value = np.where(single, bonus_r + g_p[a] - params.price, bonus_r + (g_p[a] + g_p[b]) - 2 * params.price)
+    a_cost, a_p = g_cost[a], g_p[a]
+    opt_cost = np.where(single, a_cost, a_cost + g_cost[b])
+    opt_value = np.where(single, bonus_r + a_p - params.price, bonus_r + (a_p + g_p[b]) - 2 * params.price)
     # Document r's DP rows, rows[r]:rows[r + 1] of `shift` and `gain`: leaving it out, then each valid
     # option except those worth less than nothing that cost something. An invalid option would only
     # repeat leaving the document out; one worth < 0 is never on the packing the backtracking finds:
@@ -759,15 +772,17 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
             np.maximum.reduce(value, axis=0, out=hist[r + 1, cap + 1:])
     w = int(np.argmax(hist[n_groups, cap + 1:]))
     chosen: list[int] = []
+    at_w = hist[:, cap + 1 + w].tolist()  # every row's value at capacity w
     for r in range(n_groups - 1, -1, -1):
-        row = hist[r, cap + 1:]
-        if hist[r + 1, cap + 1 + w] > row[w]:  # this document's best option improved capacity w: it was taken
+        if at_w[r + 1] > at_w[r]:  # this document's best option improved capacity w: it was taken
+            row = hist[r, cap + 1:]
             costs = opt_cost[r].tolist()
             option = [row[w - c] + v if ok and c <= w else -np.inf
                       for c, v, ok in zip(costs, opt_value[r].tolist(), valid[r].tolist())]
             k = option.index(max(option))  # the first best option, as argmax over the options picks it
-            chosen.extend(grouped[[a[r, k]] if second[k] < 0 else [a[r, k], b[r, k]]].tolist())
+            chosen.extend(grouped[[a[r, k]] if single[k] else [a[r, k], b[r, k]]].tolist())
             w -= costs[k]
+            at_w = hist[:, cap + 1 + w].tolist()
     return chosen
 
 
