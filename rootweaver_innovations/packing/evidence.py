@@ -227,14 +227,16 @@ def _bare_title(title: str) -> str:
     return (_PAREN.sub("", title) if "(" in title else title).lower()
 
 
+@_per_text
 def _question_capitals(question: str) -> frozenset[str]:
-    """The question's capitalised words after its first word, lowercased."""
+    """The question's capitalised words after its first word, lowercased (memoised, :func:`_per_text`)."""
     return frozenset(w.lower() for w in _CAPITAL.findall(question)[1:])
 
 
-def _head_words(question: str) -> list[str]:
-    """The question's words 2-6 (lowercased) that are not stop words."""
-    return [w for w in _WORD.findall(question.lower())[1:6] if w not in STOP_WORDS]
+@_per_text
+def _head_words(question: str) -> tuple[str, ...]:
+    """The question's words 2-6 (lowercased) that are not stop words (memoised, :func:`_per_text`)."""
+    return tuple(w for w in _WORD.findall(question.lower())[1:6] if w not in STOP_WORDS)
 
 
 def _sub_entity(sub_query: str | None, query: str) -> str:
