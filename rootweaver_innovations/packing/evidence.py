@@ -285,19 +285,20 @@ class _Sentences:
         return self.found[name]
 
 
-def _link_matrix(names: list[str], doc_list: list[int], sentences: _Sentences, n: int
+def _link_matrix(names: list[str], doc: np.ndarray, doc_list: list[int], sentences: _Sentences
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(links, out, sentence, named)``: ``links[j, k]`` when a sentence of document j contains
     document k's name; ``out[i]`` when sentence i contains another document's name; each pair
     ``(sentence[m], named[m])`` is a sentence and the other document whose name it contains.
-    A sentence contains a name as a substring (:meth:`_Sentences.holding`)."""
+    A sentence contains a name as a substring (:meth:`_Sentences.holding`); ``doc`` and
+    ``doc_list`` are each sentence's document, as an array and as a list."""
     n_doc = len(names)
     holding = sentences.holding
     found = [(i, d) for d, t in enumerate(names) for i in holding(t) if doc_list[i] != d]
-    sentence, named = np.array(found, dtype=np.int64).reshape(-1, 2).T
+    sentence, named = np.fromiter(chain.from_iterable(found), dtype=np.int64, count=2 * len(found)).reshape(-1, 2).T
     links = np.zeros((n_doc, n_doc), dtype=bool)
-    links[np.asarray(doc_list)[sentence], named] = True
-    out = np.zeros(n)
+    links[doc[sentence], named] = True
+    out = np.zeros(len(doc_list))
     out[sentence] = 1.0
     return links, out, sentence, named
 
@@ -366,11 +367,11 @@ def _structure(problem: PackingProblem) -> _Structure:
     sub_entities = {sq: _sub_entity(sq, problem.query) for sq in by_sub}
     sentences = _Sentences.of(contents, {*titles, *entities, *sub_entities.values(),
                                          *_question_capitals(problem.query), *_head_words(problem.query)})
-    links, bridge_out, naming, named = _link_matrix(titles, doc_list, sentences, n)
+    links, bridge_out, naming, named = _link_matrix(titles, doc, doc_list, sentences)
     q_low = problem.query.lower()
     title_in_q = np.array([1.0 if t and t in q_low else 0.0 for t in titles])
 
-    entity_links, entity_out, entity_naming, entity_named = _link_matrix(entities, doc_list, sentences, n)
+    entity_links, entity_out, entity_naming, entity_named = _link_matrix(entities, doc, doc_list, sentences)
     entity_in_q = np.array([1.0 if e and e in q_low else 0.0 for e in entities])
     named_by_rel = np.full(n_doc, -np.inf)  # the best rel of a sentence naming it by title or entity, else 0
     np.maximum.at(named_by_rel, np.concatenate((named, entity_named)), rel[np.concatenate((naming, entity_naming))])
