@@ -341,12 +341,12 @@ def _structure(problem: PackingProblem) -> _Structure:
     sorted_doc = doc[by_doc]
     new_group = np.ones(n, dtype=bool)
     new_group[1:] = sorted_doc[1:] != sorted_doc[:-1]
-    starts = np.flatnonzero(new_group)
+    starts = new_group.nonzero()[0]
     in_doc = np.empty(n)
-    in_doc[by_doc] = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
+    in_doc[by_doc] = np.arange(n) - starts.repeat(np.concatenate((starts[1:], [n])) - starts)
     first = np.full(n_doc, np.iinfo(np.int64).max)
     first[sorted_doc[starts]] = positions[by_doc[starts]]
-    doc_rank = np.argsort(np.argsort(first, kind="stable"), kind="stable")[doc]
+    doc_rank = first.argsort(kind="stable").argsort(kind="stable")[doc]
     doc_best = np.zeros(n_doc)
     np.maximum.at(doc_best, doc, rel)
     doc_share = np.bincount(doc, weights=relevance, minlength=n_doc)
@@ -359,7 +359,7 @@ def _structure(problem: PackingProblem) -> _Structure:
     titles = [_bare_title(cands[first_of[d]].source_key) if d in first_of else "" for d in range(n_doc)]
     contents = [c.content for c in cands]
     entities = [""] * n_doc
-    for i in np.flatnonzero(in_doc == 0).tolist():
+    for i in (in_doc == 0).nonzero()[0].tolist():
         entities[doc_list[i]] = _lead_entity(contents[i])
     by_sub: dict[str, list[int]] = {}  # sub-query (the question when unknown) -> its candidates
     for i, c in enumerate(cands):
@@ -487,7 +487,7 @@ def _sentence_features(problem: PackingProblem, s: _Structure, q: np.ndarray) ->
     bridge_in = s.links.any(axis=0)[doc].astype(np.float64)
     q_doc = q[doc]
     top_two = np.zeros(n_doc)
-    top_two[np.argsort(-q, kind="stable")[:2]] = 1.0
+    top_two[(-q).argsort(kind="stable")[:2]] = 1.0
     not_in_q = 1.0 - s.title_in_q[doc]
     doc_rank = s.doc_rank
     wh = float(which or who)
@@ -719,17 +719,17 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     n = len(doc)
     if len(bonus) > params.max_cover_docs:
         keep = np.zeros(len(bonus), dtype=bool)
-        keep[np.argsort(-bonus, kind="stable")[: params.max_cover_docs]] = True
-        among = np.flatnonzero(keep[doc])
+        keep[(-bonus).argsort(kind="stable")[: params.max_cover_docs]] = True
+        among = keep[doc].nonzero()[0]
     else:
         among = np.arange(n)
     grouped = among[np.lexsort((among, -p[among], doc[among]))]  # by document, then p descending
     m = len(grouped)
     grouped_doc = doc[grouped]
-    starts = np.flatnonzero(np.concatenate(([True], grouped_doc[1:] != grouped_doc[:-1])))
+    starts = np.concatenate(([True], grouped_doc[1:] != grouped_doc[:-1])).nonzero()[0]
     n_groups = len(starts)
-    size = np.diff(np.append(starts, m))
-    group_of = np.repeat(np.arange(n_groups), size)
+    size = np.concatenate((starts[1:], [m])) - starts
+    group_of = np.arange(n_groups).repeat(size)
     rank = np.arange(m) - starts[group_of]  # place in its document's p order
     g_cost, g_p = cost[grouped], p[grouped]
     cheapest = np.minimum.reduceat(np.where(g_cost == np.minimum.reduceat(g_cost, starts)[group_of], np.arange(m), m),
@@ -737,7 +737,7 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     opts = params.options_per_doc
     members = np.full((n_groups, opts + 1), -1)  # per document: positions in `grouped`, -1 pads
     best = rank < opts
-    members[group_of[best], rank[best]] = np.flatnonzero(best)
+    members[group_of[best], rank[best]] = best.nonzero()[0]
     extra = rank[cheapest] >= opts
     members[extra, opts] = cheapest[extra]
     # Option slots per document (see _option_slots); a slot whose member is padding is invalid
@@ -773,7 +773,7 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
             value = window[r, shift[lo:hi]]  # a copy
             value += gain[lo:hi]
             np.maximum.reduce(value, axis=0, out=hist[r + 1, cap + 1:])
-    w = int(np.argmax(hist[n_groups, cap + 1:]))
+    w = int(hist[n_groups, cap + 1:].argmax())
     chosen: list[int] = []
     at_w = hist[:, cap + 1 + w].tolist()  # every row's value at capacity w
     for r in range(n_groups - 1, -1, -1):
