@@ -54,12 +54,12 @@ import functools
 import json
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from itertools import accumulate, chain, combinations
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import ahocorasick
 import numpy as np
@@ -68,6 +68,7 @@ from ..compaction import STOP_WORDS
 from ..retrieval import bm25_tokenize
 from .objective import term_incidence
 from .policies import PackingProblem, Selection, register_policy
+from .textcache import lowered_words, per_text
 
 __all__ = [
     "EvidenceModel",
@@ -91,7 +92,6 @@ _ENTITY_MIN = 4  # chars: shorter lead entities ("He", "It", "U.S") are not matc
 _Q_CLIP = 1e-4  # q_d is kept in [1e-4, 1 - 1e-4]
 MODEL_FILE = "evidence_model.json"
 MODEL_FORMAT = 1
-_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,26 +149,10 @@ def _question_kind(question: str) -> tuple[bool, bool, bool, bool, bool, bool]:
     return when, how_many, who, where, comparison, which
 
 
-_MEMO_CHARS = 1000  # texts up to this long are memoised by _per_text; longer ones are computed every time
-_MEMO_SIZE = 8192  # texts kept per memoised function (at most about 8 MB each however long a server runs)
-
-
-def _per_text(fn: Callable[[str], _T]) -> Callable[[str], _T]:
-    """``fn`` (a pure function of one text) memoised for texts up to ``_MEMO_CHARS`` chars,
-    at most ``_MEMO_SIZE`` of them (least recently used out)."""
-    cached = functools.lru_cache(maxsize=_MEMO_SIZE)(fn)
-
-    @functools.wraps(fn)
-    def call(text: str) -> _T:
-        return cached(text) if len(text) <= _MEMO_CHARS else fn(text)
-
-    return call
-
-
-@_per_text
+@per_text
 def _parse(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool, bool]:
     """Question-independent parse of a sentence: ``(lowercased capitalised words, numbers, has a
-    year, starts with a pronoun, birth bracket)`` (memoised, :func:`_per_text`)."""
+    year, starts with a pronoun, birth bracket)`` (memoised, :func:`~rootweaver_innovations.packing.textcache.per_text`)."""
     return (
         tuple(w.lower() for w in _CAPITAL.findall(text)),
         tuple(_NUMBER.findall(text)),
@@ -178,18 +162,12 @@ def _parse(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool, boo
     )
 
 
-@_per_text
-def _words(text: str) -> frozenset[str]:
-    """The distinct ``\\w+`` words of ``text`` (memoised, :func:`_per_text`)."""
-    return frozenset(_WORD.findall(text))
-
-
-@_per_text
+@per_text
 def _lead_entity(text: str) -> str:
     """The leading run of capitalised words of ``text`` (lowercased), the name a lead sentence
     is about when it has no title: ``"The Oberoi Group is ..."`` gives ``"oberoi group"``.
     Lowercase joiners (of, de, van, ...) are kept between capitalised words; a run shorter than
-    ``_ENTITY_MIN`` chars, a pronoun or a leading stop word gives ``""``. Memoised (:func:`_per_text`)."""
+    ``_ENTITY_MIN`` chars, a pronoun or a leading stop word gives ``""``. Memoised (:func:`~rootweaver_innovations.packing.textcache.per_text`)."""
     out: list[str] = []
     pending: list[str] = []
     for k, raw in enumerate(text.split()):
@@ -220,22 +198,22 @@ def _lead_entity(text: str) -> str:
     return "" if len(low) < _ENTITY_MIN or _PRONOUN.match(name) else low
 
 
-@_per_text
+@per_text
 def _bare_title(title: str) -> str:
     """``title`` lowercased, without a trailing ``"(...)"`` (``"Mercury (planet)"`` gives ``"mercury"``;
-    memoised, :func:`_per_text`)."""
+    memoised, :func:`~rootweaver_innovations.packing.textcache.per_text`)."""
     return (_PAREN.sub("", title) if "(" in title else title).lower()
 
 
-@_per_text
+@per_text
 def _question_capitals(question: str) -> frozenset[str]:
-    """The question's capitalised words after its first word, lowercased (memoised, :func:`_per_text`)."""
+    """The question's capitalised words after its first word, lowercased (memoised, :func:`~rootweaver_innovations.packing.textcache.per_text`)."""
     return frozenset(w.lower() for w in _CAPITAL.findall(question)[1:])
 
 
-@_per_text
+@per_text
 def _head_words(question: str) -> tuple[str, ...]:
-    """The question's words 2-6 (lowercased) that are not stop words (memoised, :func:`_per_text`)."""
+    """The question's words 2-6 (lowercased) that are not stop words (memoised, :func:`~rootweaver_innovations.packing.textcache.per_text`)."""
     return tuple(w for w in _WORD.findall(question.lower())[1:6] if w not in STOP_WORDS)
 
 
@@ -387,7 +365,7 @@ def _structure(problem: PackingProblem) -> _Structure:
             sub_entity[list(set(sentences.holding(ent)).intersection(members))] = 1.0
         terms = tuple(dict.fromkeys(bm25_tokenize(sq)))  # share of the sub-query's bm25 terms among the sentence's
         if terms:
-            sub_coverage[members] = term_incidence(terms, [sentences.lowered[i] for i in members]).sum(axis=1) / len(terms)
+            sub_coverage[members] = term_incidence(terms, [contents[i] for i in members]).sum(axis=1) / len(terms)
     return _Structure(rel, positions, doc_best, doc_share, doc_rank, in_doc, titles, contents, sentences,
                       links, bridge_out, title_in_q, entities, entity_links, entity_out, entity_in_q, named_by_rel,
                       doc_hop.astype(np.float64),
@@ -409,7 +387,7 @@ def _document_features(problem: PackingProblem, s: _Structure) -> dict[str, np.n
     names_q = s.links[:, tq].any(axis=1)
     q_low = problem.query.lower()
     q_words = set(_WORD.findall(q_low))
-    overlap = np.array([len(w & q_words) / max(1, len(w)) for w in map(_words, s.titles)])
+    overlap = np.array([len(w & q_words) / max(1, len(w)) for w in map(lowered_words, s.titles)])
     q_caps = _question_capitals(problem.query)
     caps = np.zeros(n_doc)  # per document: how many of q_caps a sentence of it contains (none spans a "\n")
     doc_list = doc.tolist()
@@ -753,7 +731,12 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     # repeat leaving the document out; one worth < 0 is never on the packing the backtracking finds:
     # the same packing without it is worth at least as much (float sums are monotone) in less
     # capacity, which the first argmax prefers. shift indexes `window[r]`: window[r, cap + 1 - c][w] = hist[r, w - c]
-    live = np.column_stack((np.ones(n_groups, dtype=bool), valid & ((opt_value >= 0) | (opt_cost < 1))))
+    takes = valid & ((opt_value >= 0) | (opt_cost < 1))
+    # A document with none of them would only repeat the row before it: it is left out of the programme
+    keep = takes.any(axis=1)
+    a, b, valid, opt_cost, opt_value, takes = a[keep], b[keep], valid[keep], opt_cost[keep], opt_value[keep], takes[keep]
+    n_groups = len(takes)
+    live = np.column_stack((np.ones(n_groups, dtype=bool), takes))
     shift = np.column_stack((np.full(n_groups, cap + 1), cap + 1 - np.minimum(opt_cost, cap + 1)))[live]
     gain = np.column_stack((np.zeros(n_groups), opt_value))[live][:, None]
     rows = [0, *accumulate(live.sum(axis=1).tolist())]
@@ -765,9 +748,7 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     shift_at, gain_at = shift.tolist(), gain.ravel().tolist()
     for r in range(n_groups):
         lo, hi = rows[r], rows[r + 1]
-        if hi - lo == 1:  # only leaving it out (adding 0.0 would change nothing: no cell holds -0.0)
-            hist[r + 1] = hist[r]
-        elif hi - lo == 2:  # leaving it out or its one option: the same maximum, from a slice instead of a gather
+        if hi - lo == 2:  # leaving it out or its one option: the same maximum, from a slice instead of a gather
             np.maximum(hist[r, cap + 1:], window[r, shift_at[lo + 1]] + gain_at[lo + 1], out=hist[r + 1, cap + 1:])
         else:
             value = window[r, shift[lo:hi]]  # a copy
@@ -809,14 +790,15 @@ def evidence_policy(problem: PackingProblem, model: EvidenceModel | None = None)
     fill = np.lexsort((np.arange(n), -(p + params.fill_evidence * q[problem.doc_index])))
     order: list[int] = []
     taken: set[int] = set()
+    cap = problem.cap
     marginal = knap.marginal().tolist()
     for i in chain([i for i in by_score.tolist() if i in chosen], fill.tolist()):  # the cover, then the fill
-        if len(order) == problem.cap:
-            break
         if i not in taken and knap.used + marginal[i] <= knap.capacity:
             knap.take(i)
             taken.add(i)
             order.append(i)
+            if len(order) == cap or not knap.feasible().any():  # nothing later can be taken
+                break
             marginal = knap.marginal().tolist()  # a header paid makes its other candidates cheaper
     p_of = p.tolist()
     return Selection(tuple(order), tuple(p_of[i] for i in order))
