@@ -54,12 +54,12 @@ import functools
 import json
 import re
 from bisect import bisect_right
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from itertools import accumulate, chain, combinations
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import ahocorasick
 import numpy as np
@@ -68,7 +68,6 @@ from ..compaction import STOP_WORDS
 from ..retrieval import bm25_tokenize
 from .objective import term_incidence
 from .policies import PackingProblem, Selection, register_policy
-from .textcache import lowered_words, per_text
 
 __all__ = [
     "EvidenceModel",
@@ -92,6 +91,7 @@ _ENTITY_MIN = 4  # chars: shorter lead entities ("He", "It", "U.S") are not matc
 _Q_CLIP = 1e-4  # q_d is kept in [1e-4, 1 - 1e-4]
 MODEL_FILE = "evidence_model.json"
 MODEL_FORMAT = 1
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,10 +149,26 @@ def _question_kind(question: str) -> tuple[bool, bool, bool, bool, bool, bool]:
     return when, how_many, who, where, comparison, which
 
 
-@per_text
+_MEMO_CHARS = 1000  # texts up to this long are memoised by _per_text; longer ones are computed every time
+_MEMO_SIZE = 8192  # texts kept per memoised function (at most about 8 MB each however long a server runs)
+
+
+def _per_text(fn: Callable[[str], _T]) -> Callable[[str], _T]:
+    """``fn`` (a pure function of one text) memoised for texts up to ``_MEMO_CHARS`` chars,
+    at most ``_MEMO_SIZE`` of them (least recently used out)."""
+    cached = functools.lru_cache(maxsize=_MEMO_SIZE)(fn)
+
+    @functools.wraps(fn)
+    def call(text: str) -> _T:
+        return cached(text) if len(text) <= _MEMO_CHARS else fn(text)
+
+    return call
+
+
+@_per_text
 def _parse(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool, bool]:
     """Question-independent parse of a sentence: ``(lowercased capitalised words, numbers, has a
-    year, starts with a pronoun, birth bracket)`` (memoised, :func:`~rootweaver_innovations.packing.textcache.per_text`)."""
+    year, starts with a pronoun, birth bracket)`` (memoised, :func:`_per_text`)."""
     return (
         tuple(w.lower() for w in _CAPITAL.findall(text)),
         tuple(_NUMBER.findall(text)),
@@ -162,12 +178,18 @@ def _parse(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool, boo
     )
 
 
-@per_text
+@_per_text
+def _words(text: str) -> frozenset[str]:
+    """The distinct ``\\w+`` words of ``text`` (memoised, :func:`_per_text`)."""
+    return frozenset(_WORD.findall(text))
+
+
+@_per_text
 def _lead_entity(text: str) -> str:
     """The leading run of capitalised words of ``text`` (lowercased), the name a lead sentence
     is about when it has no title: ``"The Oberoi Group is ..."`` gives ``"oberoi group"``.
     Lowercase joiners (of, de, van, ...) are kept between capitalised words; a run shorter than
-    ``_ENTITY_MIN`` chars, a pronoun or a leading stop word gives ``""``. Memoised (:func:`~rootweaver_innovations.packing.textcache.per_text`)."""
+    ``_ENTITY_MIN`` chars, a pronoun or a leading stop word gives ``""``. Memoised (:func:`_per_text`)."""
     out: list[str] = []
     pending: list[str] = []
     for k, raw in enumerate(text.split()):
@@ -198,22 +220,22 @@ def _lead_entity(text: str) -> str:
     return "" if len(low) < _ENTITY_MIN or _PRONOUN.match(name) else low
 
 
-@per_text
+@_per_text
 def _bare_title(title: str) -> str:
     """``title`` lowercased, without a trailing ``"(...)"`` (``"Mercury (planet)"`` gives ``"mercury"``;
-    memoised, :func:`~rootweaver_innovations.packing.textcache.per_text`)."""
+    memoised, :func:`_per_text`)."""
     return (_PAREN.sub("", title) if "(" in title else title).lower()
 
 
-@per_text
+@_per_text
 def _question_capitals(question: str) -> frozenset[str]:
-    """The question's capitalised words after its first word, lowercased (memoised, :func:`~rootweaver_innovations.packing.textcache.per_text`)."""
+    """The question's capitalised words after its first word, lowercased (memoised, :func:`_per_text`)."""
     return frozenset(w.lower() for w in _CAPITAL.findall(question)[1:])
 
 
-@per_text
+@_per_text
 def _head_words(question: str) -> tuple[str, ...]:
-    """The question's words 2-6 (lowercased) that are not stop words (memoised, :func:`~rootweaver_innovations.packing.textcache.per_text`)."""
+    """The question's words 2-6 (lowercased) that are not stop words (memoised, :func:`_per_text`)."""
     return tuple(w for w in _WORD.findall(question.lower())[1:6] if w not in STOP_WORDS)
 
 
@@ -365,7 +387,7 @@ def _structure(problem: PackingProblem) -> _Structure:
             sub_entity[list(set(sentences.holding(ent)).intersection(members))] = 1.0
         terms = tuple(dict.fromkeys(bm25_tokenize(sq)))  # share of the sub-query's bm25 terms among the sentence's
         if terms:
-            sub_coverage[members] = term_incidence(terms, [contents[i] for i in members]).sum(axis=1) / len(terms)
+            sub_coverage[members] = term_incidence(terms, [sentences.lowered[i] for i in members]).sum(axis=1) / len(terms)
     return _Structure(rel, positions, doc_best, doc_share, doc_rank, in_doc, titles, contents, sentences,
                       links, bridge_out, title_in_q, entities, entity_links, entity_out, entity_in_q, named_by_rel,
                       doc_hop.astype(np.float64),
@@ -387,7 +409,7 @@ def _document_features(problem: PackingProblem, s: _Structure) -> dict[str, np.n
     names_q = s.links[:, tq].any(axis=1)
     q_low = problem.query.lower()
     q_words = set(_WORD.findall(q_low))
-    overlap = np.array([len(w & q_words) / max(1, len(w)) for w in map(lowered_words, s.titles)])
+    overlap = np.array([len(w & q_words) / max(1, len(w)) for w in map(_words, s.titles)])
     q_caps = _question_capitals(problem.query)
     caps = np.zeros(n_doc)  # per document: how many of q_caps a sentence of it contains (none spans a "\n")
     doc_list = doc.tolist()
