@@ -16,15 +16,20 @@ packers compare against; the packet's real token count is measured afterwards an
 from __future__ import annotations
 
 import functools
+import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
 from .candidates import Header
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 __all__ = [
     "UNITS",
@@ -37,6 +42,74 @@ __all__ = [
 
 UNITS = ("chars", "tokens")
 _QWEN_DIR = "qwen2.5-tokenizer"
+
+
+# The Qwen2 pre-tokenizer (tokenizer.json's "pre_tokenizer") and its split pattern for ASCII text:
+# there \p{L} is [A-Za-z], \p{N} is [0-9] and \s (Unicode White_Space) is re.ASCII's [ \t\n\r\f\v].
+_QWEN2_SPLIT = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+_QWEN2_PRE_TOKENIZER = {
+    "type": "Sequence",
+    "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": _QWEN2_SPLIT}, "behavior": "Isolated", "invert": False},
+        {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
+    ],
+}
+_ASCII_SPLIT = re.compile(
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\nA-Za-z0-9]?[A-Za-z]+|[0-9]| ?[^\sA-Za-z0-9]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    re.ASCII,
+)
+
+
+def _byte_alphabet() -> dict[int, str]:
+    """GPT-2's byte-level alphabet: the character each byte is written as before BPE."""
+    kept = [*range(33, 127), *range(161, 173), *range(174, 256)]
+    moved = [b for b in range(256) if b not in kept]
+    return {**{b: chr(b) for b in kept}, **{b: chr(256 + k) for k, b in enumerate(moved)}}
+
+
+class _AsciiPieces:
+    """Exact token counts of ASCII texts for a Qwen2-style byte-level BPE tokenizer, at a
+    fraction of a full encode: the text is split with the pre-tokenizer's own pattern (its
+    ASCII form) and each piece's BPE count is memoised, since pieces (words with their leading
+    space, punctuation runs) recur across texts far more than texts do; a new piece is counted
+    by the tokenizer's BPE model. The memo holds at most ``cache_size`` pieces.
+    """
+
+    def __init__(self, tokenizer: Tokenizer, cache_size: int):
+        self._bpe = tokenizer.model.tokenize
+        self._marks = frozenset(t.content[0] for t in tokenizer.get_added_tokens_decoder().values() if t.content)
+        self._bytes = str.maketrans({chr(b): c for b, c in _byte_alphabet().items() if b < 128})
+        self._counts: dict[str, int] = {}
+        self._cache_size = cache_size
+
+    @classmethod
+    def of(cls, tokenizer: Tokenizer, cache_size: int) -> _AsciiPieces | None:
+        """The fast path for ``tokenizer`` (a ``tokenizers.Tokenizer``), or ``None`` unless it
+        has no normalizer, exactly the Qwen2 pre-tokenizer and a BPE model."""
+        from tokenizers.models import BPE
+
+        pre = tokenizer.pre_tokenizer
+        if (tokenizer.normalizer is not None or pre is None or not isinstance(tokenizer.model, BPE)
+                or json.loads(pre.__getstate__()) != _QWEN2_PRE_TOKENIZER):
+            return None
+        return cls(tokenizer, cache_size)
+
+    def covers(self, text: str) -> bool:
+        """Whether ``text`` is ASCII and holds no character an added token starts with (those
+        are matched before the split, so such a text takes the full encode)."""
+        return text.isascii() and not any(m in text for m in self._marks)
+
+    def count(self, text: str) -> int:
+        """The token count of ``text``, which :meth:`covers` accepts."""
+        counts, n = self._counts, 0
+        for piece in _ASCII_SPLIT.findall(text):
+            c = counts.get(piece)
+            if c is None:
+                if len(counts) >= self._cache_size:
+                    counts.clear()
+                c = counts[piece] = len(self._bpe(piece.translate(self._bytes)))
+            n += c
+        return n
 
 
 @runtime_checkable
@@ -53,7 +126,9 @@ class QwenTokenCounter:
 
     ``path`` is a ``tokenizer.json``; by default the copy shipped with the package (see its
     NOTICE: Apache-2.0). Counts are memoised per text (the same facts are packed again
-    under several budgets and policies); the memo holds at most ``cache_size`` texts.
+    under several budgets and policies); the memo holds at most ``cache_size`` texts. An
+    ASCII text is counted by :class:`_AsciiPieces` (the same count, about a tenth of the
+    time for a new text) when the tokenizer's pre-tokenizer is Qwen2's; others by a full encode.
     """
 
     name = "qwen2.5"
@@ -69,11 +144,16 @@ class QwenTokenCounter:
             self._tok = Tokenizer.from_file(str(path))
         self._cache: dict[str, int] = {}
         self._cache_size = cache_size
+        self._pieces = _AsciiPieces.of(self._tok, cache_size)
 
     def count(self, text: str) -> int:
         n = self._cache.get(text)
         if n is None:
-            n = len(self._tok.encode(text, add_special_tokens=False).ids)
+            pieces = self._pieces
+            if pieces is not None and pieces.covers(text):
+                n = pieces.count(text)
+            else:
+                n = len(self._tok.encode(text, add_special_tokens=False).ids)
             if len(self._cache) >= self._cache_size:
                 self._cache.clear()
             self._cache[text] = n

@@ -1,0 +1,74 @@
+"""The reader's token counter: its fast path for ASCII text counts exactly what the tokenizer encodes."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tokenizers import Tokenizer
+from tokenizers.models import WordLevel
+from tokenizers.pre_tokenizers import Whitespace
+
+from rootweaver_innovations.packing import QwenTokenCounter, default_token_counter
+
+DATA = Path(__file__).resolve().parent.parent / "evals" / "data" / "hotpotqa.jsonl.gz"
+
+
+def encoded(counter: QwenTokenCounter, text: str) -> int:
+    return len(counter._tok.encode(text, add_special_tokens=False).ids)
+
+
+# ASCII text built from what the split pattern distinguishes: letters of both cases, digits,
+# contractions, punctuation runs, spaces, tabs, carriage returns, newlines and control characters
+ascii_text = st.lists(
+    st.one_of(
+        st.text(alphabet=st.characters(max_codepoint=127), max_size=12),
+        st.sampled_from(["'s", "'T", "'re", "'LL", "'d", " ", "  ", "\n", "\r\n", "\t", " \n ", "x-y", "(1909)", "|"]),
+    ),
+    max_size=20,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(ascii_text)
+def test_the_fast_count_of_any_ascii_text_is_the_tokenizers_own_count(text):
+    counter = default_token_counter()
+    assert counter._pieces is not None and (counter._pieces.covers(text) or "<" in text)
+    assert counter.count(text) == encoded(counter, text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=40))
+def test_any_text_counts_as_the_tokenizer_encodes_it(text):
+    counter = default_token_counter()
+    assert counter.count(text) == encoded(counter, text)
+
+
+def test_the_bundled_hotpotqa_lines_count_exactly_and_added_tokens_take_the_full_encode():
+    counter = QwenTokenCounter()
+    lines = []
+    with gzip.open(DATA, "rt", encoding="utf-8") as f:
+        for raw in f:
+            row = json.loads(raw)
+            lines += [f"{title} | {s}" for title, sents in row["context"] for s in sents]
+            if len(lines) > 3000:
+                break
+    fast = [t for t in lines if counter._pieces.covers(t)]
+    assert len(fast) > len(lines) // 2  # most lines are ASCII: the fast path is what runs
+    assert [counter.count(t) for t in lines] == [encoded(counter, t) for t in lines]
+    special = "Paris<|im_end|> is <|endoftext|>"
+    assert not counter._pieces.covers(special)
+    assert counter.count(special) == encoded(counter, special)
+
+
+def test_another_pre_tokenizer_gets_no_fast_path(tmp_path):
+    other = Tokenizer(WordLevel({"a": 0, "b": 1, "[UNK]": 2}, unk_token="[UNK]"))
+    other.pre_tokenizer = Whitespace()
+    path = tmp_path / "tokenizer.json"
+    other.save(str(path))
+    counter = QwenTokenCounter(path)
+    assert counter._pieces is None
+    assert counter.count("a b c") == 3
