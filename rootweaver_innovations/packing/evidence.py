@@ -753,12 +753,7 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     # repeat leaving the document out; one worth < 0 is never on the packing the backtracking finds:
     # the same packing without it is worth at least as much (float sums are monotone) in less
     # capacity, which the first argmax prefers. shift indexes `window[r]`: window[r, cap + 1 - c][w] = hist[r, w - c]
-    takes = valid & ((opt_value >= 0) | (opt_cost < 1))
-    # A document with none of them would only repeat the row before it: it is left out of the programme
-    keep = takes.any(axis=1)
-    a, b, valid, opt_cost, opt_value, takes = a[keep], b[keep], valid[keep], opt_cost[keep], opt_value[keep], takes[keep]
-    n_groups = len(takes)
-    live = np.column_stack((np.ones(n_groups, dtype=bool), takes))
+    live = np.column_stack((np.ones(n_groups, dtype=bool), valid & ((opt_value >= 0) | (opt_cost < 1))))
     shift = np.column_stack((np.full(n_groups, cap + 1), cap + 1 - np.minimum(opt_cost, cap + 1)))[live]
     gain = np.column_stack((np.zeros(n_groups), opt_value))[live][:, None]
     rows = [0, *accumulate(live.sum(axis=1).tolist())]
@@ -770,7 +765,9 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     shift_at, gain_at = shift.tolist(), gain.ravel().tolist()
     for r in range(n_groups):
         lo, hi = rows[r], rows[r + 1]
-        if hi - lo == 2:  # leaving it out or its one option: the same maximum, from a slice instead of a gather
+        if hi - lo == 1:  # only leaving it out (adding 0.0 would change nothing: no cell holds -0.0)
+            hist[r + 1] = hist[r]
+        elif hi - lo == 2:  # leaving it out or its one option: the same maximum, from a slice instead of a gather
             np.maximum(hist[r, cap + 1:], window[r, shift_at[lo + 1]] + gain_at[lo + 1], out=hist[r + 1, cap + 1:])
         else:
             value = window[r, shift[lo:hi]]  # a copy
@@ -812,15 +809,14 @@ def evidence_policy(problem: PackingProblem, model: EvidenceModel | None = None)
     fill = np.lexsort((np.arange(n), -(p + params.fill_evidence * q[problem.doc_index])))
     order: list[int] = []
     taken: set[int] = set()
-    cap = problem.cap
     marginal = knap.marginal().tolist()
     for i in chain([i for i in by_score.tolist() if i in chosen], fill.tolist()):  # the cover, then the fill
+        if len(order) == problem.cap:
+            break
         if i not in taken and knap.used + marginal[i] <= knap.capacity:
             knap.take(i)
             taken.add(i)
             order.append(i)
-            if len(order) == cap or not knap.feasible().any():  # nothing later can be taken
-                break
             marginal = knap.marginal().tolist()  # a header paid makes its other candidates cheaper
     p_of = p.tolist()
     return Selection(tuple(order), tuple(p_of[i] for i in order))
