@@ -226,13 +226,11 @@ def parse_evidence_reply(reply: str) -> EvidenceReply:
         obj = _first_json_object(candidate)
         if obj is not None:
             break
-    if obj is None:
-        cut = _cut_reply(reply)
+    if obj is None or "answer" not in obj or "evidence" not in obj:
+        cut = _cut_reply(reply)  # a cut reply's only whole object may be one inside its answer ("{}")
         if cut is not None:
             return cut
-        raise MalformedReplyError("no JSON object", reply)
-    if "answer" not in obj or "evidence" not in obj:
-        raise MalformedReplyError("JSON object lacks 'answer' or 'evidence'", reply)
+        raise MalformedReplyError("no JSON object" if obj is None else "JSON object lacks 'answer' or 'evidence'", reply)
     answer = obj["answer"]
     if isinstance(answer, bool):
         answer = "yes" if answer else "no"

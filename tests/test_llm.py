@@ -27,6 +27,7 @@ from rootweaver_capabilities.llm import (
 )
 from evals.scoring import gold_line_ids, score_ebg
 from rootweaver_capabilities.prompts import (
+    EvidenceReply,
     MalformedReplyError,
     answer_only_messages,
     ask_with_evidence,
@@ -348,6 +349,12 @@ def test_a_reply_cut_inside_its_evidence_keeps_the_answer_and_a_prefix_of_the_id
     parsed = parse_evidence_reply(cut)
     assert parsed.answer == answer.strip()
     assert parsed.evidence == tuple(ids[: len(parsed.evidence)])
+
+
+def test_a_cut_reply_whose_answer_holds_a_json_object_is_still_read_as_cut():
+    # the only whole object in it is the answer's "{}": found first, it must not make the reply malformed
+    assert parse_evidence_reply('{"answer": "{}", "evidence": [') == EvidenceReply("{}", ())
+    assert parse_evidence_reply('{"answer": "set {\\"a\\": 1}", "evidence": [2, 7') == EvidenceReply('set {"a": 1}', (2,))
 
 
 def test_malformed_reply_is_retried_once_then_reported():
