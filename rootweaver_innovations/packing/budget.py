@@ -58,6 +58,11 @@ _ASCII_SPLIT = re.compile(
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\nA-Za-z0-9]?[A-Za-z]+|[0-9]| ?[^\sA-Za-z0-9]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
     re.ASCII,
 )
+# Where a non-ASCII text is cut into words: before each space that lies between two non-space
+# characters. No piece of the pattern above holds a non-space character followed by a space, so
+# each such cut is a piece boundary. Python's \s holds every character the tokenizer's \s does
+# (tab to carriage return, NEL, the Zs, Zl and Zp categories), so its \S never cuts inside a piece.
+_WORD_CUT = re.compile(r"(?<=\S)(?= \S)")
 
 
 def _byte_alphabet() -> dict[int, str]:
@@ -67,23 +72,26 @@ def _byte_alphabet() -> dict[int, str]:
     return {**{b: chr(b) for b in kept}, **{b: chr(256 + k) for k, b in enumerate(moved)}}
 
 
-class _AsciiPieces:
-    """Exact token counts of ASCII texts for a Qwen2-style byte-level BPE tokenizer, at a
-    fraction of a full encode: the text is split with the pre-tokenizer's own pattern (its
-    ASCII form) and each piece's BPE count is memoised, since pieces (words with their leading
-    space, punctuation runs) recur across texts far more than texts do; a new piece is counted
-    by the tokenizer's BPE model. The memo holds at most ``cache_size`` pieces.
+class _PieceCounts:
+    """Exact token counts for a Qwen2-style byte-level BPE tokenizer at a fraction of a full
+    encode, since the pre-tokenizer's pieces are encoded independently and recur across texts
+    far more than texts do. An ASCII text is split with the pre-tokenizer's own pattern (its
+    ASCII form); a new piece is counted by the tokenizer's BPE model. Any other text is cut
+    into words at boundaries every split shares (:data:`_WORD_CUT`); an ASCII word is counted
+    as above, a new non-ASCII word by a full encode of that word. Counts of pieces and words
+    are memoised, at most ``cache_size`` of them.
     """
 
     def __init__(self, tokenizer: Tokenizer, cache_size: int):
+        self._encode = tokenizer.encode
         self._bpe = tokenizer.model.tokenize
         self._marks = frozenset(t.content[0] for t in tokenizer.get_added_tokens_decoder().values() if t.content)
         self._bytes = str.maketrans({chr(b): c for b, c in _byte_alphabet().items() if b < 128})
-        self._counts: dict[str, int] = {}
+        self._counts: dict[str, int] = {}  # a piece or a non-ASCII word -> its token count
         self._cache_size = cache_size
 
     @classmethod
-    def of(cls, tokenizer: Tokenizer, cache_size: int) -> _AsciiPieces | None:
+    def of(cls, tokenizer: Tokenizer, cache_size: int) -> _PieceCounts | None:
         """The fast path for ``tokenizer`` (a ``tokenizers.Tokenizer``), or ``None`` unless it
         has no normalizer, exactly the Qwen2 pre-tokenizer and a BPE model."""
         from tokenizers.models import BPE
@@ -95,21 +103,32 @@ class _AsciiPieces:
         return cls(tokenizer, cache_size)
 
     def covers(self, text: str) -> bool:
-        """Whether ``text`` is ASCII and holds no character an added token starts with (those
-        are matched before the split, so such a text takes the full encode)."""
-        return text.isascii() and not any(m in text for m in self._marks)
+        """Whether ``text`` holds no character an added token starts with (added tokens are
+        matched before the split, so such a text takes the full encode)."""
+        return not any(m in text for m in self._marks)
 
     def count(self, text: str) -> int:
         """The token count of ``text``, which :meth:`covers` accepts."""
+        if text.isascii():
+            return self._ascii(text)
+        return sum(self._ascii(w) if w.isascii() else self._word(w) for w in _WORD_CUT.split(text))
+
+    def _remember(self, key: str, n: int) -> int:
+        if len(self._counts) >= self._cache_size:
+            self._counts.clear()
+        self._counts[key] = n
+        return n
+
+    def _ascii(self, text: str) -> int:
         counts, n = self._counts, 0
         for piece in _ASCII_SPLIT.findall(text):
             c = counts.get(piece)
-            if c is None:
-                if len(counts) >= self._cache_size:
-                    counts.clear()
-                c = counts[piece] = len(self._bpe(piece.translate(self._bytes)))
-            n += c
+            n += c if c is not None else self._remember(piece, len(self._bpe(piece.translate(self._bytes))))
         return n
+
+    def _word(self, word: str) -> int:
+        c = self._counts.get(word)
+        return c if c is not None else self._remember(word, len(self._encode(word, add_special_tokens=False).ids))
 
 
 @runtime_checkable
@@ -126,9 +145,9 @@ class QwenTokenCounter:
 
     ``path`` is a ``tokenizer.json``; by default the copy shipped with the package (see its
     NOTICE: Apache-2.0). Counts are memoised per text (the same facts are packed again
-    under several budgets and policies); the memo holds at most ``cache_size`` texts. An
-    ASCII text is counted by :class:`_AsciiPieces` (the same count, about a tenth of the
-    time for a new text) when the tokenizer's pre-tokenizer is Qwen2's; others by a full encode.
+    under several budgets and policies); the memo holds at most ``cache_size`` texts. When
+    the tokenizer's pre-tokenizer is Qwen2's, a new text is counted piece by piece
+    (:class:`_PieceCounts`: the same count, several times faster); otherwise by a full encode.
     """
 
     name = "qwen2.5"
@@ -144,7 +163,7 @@ class QwenTokenCounter:
             self._tok = Tokenizer.from_file(str(path))
         self._cache: dict[str, int] = {}
         self._cache_size = cache_size
-        self._pieces = _AsciiPieces.of(self._tok, cache_size)
+        self._pieces = _PieceCounts.of(self._tok, cache_size)
 
     def count(self, text: str) -> int:
         n = self._cache.get(text)
