@@ -32,14 +32,6 @@ ascii_text = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=400, deadline=None)
-@given(ascii_text)
-def test_the_fast_count_of_any_ascii_text_is_the_tokenizers_own_count(text):
-    counter = default_token_counter()
-    assert counter._pieces is not None and (counter._pieces.covers(text) or "<" in text)
-    assert counter.count(text) == encoded(counter, text)
-
-
 # Any text, weighted towards what decides where pieces and words are cut: every kind of
 # whitespace (the tokenizer's and Python's differ), case-folding letters, non-Latin letters and
 # numbers, and spaces between non-space characters
@@ -53,10 +45,11 @@ any_text = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=400, deadline=None)
-@given(any_text)
+@settings(max_examples=800, deadline=None)
+@given(st.one_of(ascii_text, any_text))
 def test_any_text_counts_as_the_tokenizer_encodes_it(text):
     counter = default_token_counter()
+    assert counter._pieces is not None  # the shipped tokenizer takes the piece-by-piece path
     assert counter.count(text) == encoded(counter, text)
 
 
