@@ -77,9 +77,9 @@ class _PieceCounts:
     encode, since the pre-tokenizer's pieces are encoded independently and recur across texts
     far more than texts do. An ASCII text is split with the pre-tokenizer's own pattern (its
     ASCII form); a new piece is counted by the tokenizer's BPE model. Any other text is cut
-    into words at boundaries every split shares (:data:`_WORD_CUT`); an ASCII word is counted
-    as above, a new non-ASCII word by a full encode of that word. Counts of pieces and words
-    are memoised, at most ``cache_size`` of them.
+    into words at boundaries every split shares (:data:`_WORD_CUT`); a new word is counted as
+    above when it is ASCII, else by a full encode of that word. Counts of pieces and words
+    (each the count of that string alone) are memoised, at most ``cache_size`` of them.
     """
 
     def __init__(self, tokenizer: Tokenizer, cache_size: int):
@@ -87,7 +87,7 @@ class _PieceCounts:
         self._bpe = tokenizer.model.tokenize
         self._marks = frozenset(t.content[0] for t in tokenizer.get_added_tokens_decoder().values() if t.content)
         self._bytes = str.maketrans({chr(b): c for b, c in _byte_alphabet().items() if b < 128})
-        self._counts: dict[str, int] = {}  # a piece or a non-ASCII word -> its token count
+        self._counts: dict[str, int] = {}  # a piece or a word -> its token count
         self._cache_size = cache_size
 
     @classmethod
@@ -111,7 +111,14 @@ class _PieceCounts:
         """The token count of ``text``, which :meth:`covers` accepts."""
         if text.isascii():
             return self._ascii(text)
-        return sum(self._ascii(w) if w.isascii() else self._word(w) for w in _WORD_CUT.split(text))
+        counts, n = self._counts, 0
+        for word in _WORD_CUT.split(text):
+            c = counts.get(word)
+            if c is None:
+                c = self._ascii(word) if word.isascii() else len(self._encode(word, add_special_tokens=False).ids)
+                self._remember(word, c)
+            n += c
+        return n
 
     def _remember(self, key: str, n: int) -> int:
         if len(self._counts) >= self._cache_size:
@@ -125,10 +132,6 @@ class _PieceCounts:
             c = counts.get(piece)
             n += c if c is not None else self._remember(piece, len(self._bpe(piece.translate(self._bytes))))
         return n
-
-    def _word(self, word: str) -> int:
-        c = self._counts.get(word)
-        return c if c is not None else self._remember(word, len(self._encode(word, add_special_tokens=False).ids))
 
 
 @runtime_checkable
