@@ -72,6 +72,19 @@ def _byte_alphabet() -> dict[int, str]:
     return {**{b: chr(b) for b in kept}, **{b: chr(256 + k) for k, b in enumerate(moved)}}
 
 
+def _encoded(tokenizer: Tokenizer, text: str) -> int:
+    """The token count of ``text`` by a full encode (no special tokens)."""
+    return len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+def _memoise(memo: dict[str, int], size: int, key: str, n: int) -> int:
+    """``memo[key] = n``, emptying ``memo`` first when it already holds ``size`` entries; returns ``n``."""
+    if len(memo) >= size:
+        memo.clear()
+    memo[key] = n
+    return n
+
+
 class _PieceCounts:
     """Exact token counts for a Qwen2-style byte-level BPE tokenizer at a fraction of a full
     encode, since the pre-tokenizer's pieces are encoded independently and recur across texts
@@ -83,7 +96,7 @@ class _PieceCounts:
     """
 
     def __init__(self, tokenizer: Tokenizer, cache_size: int):
-        self._encode = tokenizer.encode
+        self._tokenizer = tokenizer
         self._bpe = tokenizer.model.tokenize
         self._marks = frozenset(t.content[0] for t in tokenizer.get_added_tokens_decoder().values() if t.content)
         self._bytes = str.maketrans({chr(b): c for b, c in _byte_alphabet().items() if b < 128})
@@ -115,22 +128,18 @@ class _PieceCounts:
         for word in _WORD_CUT.split(text):
             c = counts.get(word)
             if c is None:
-                c = self._ascii(word) if word.isascii() else len(self._encode(word, add_special_tokens=False).ids)
-                self._remember(word, c)
+                c = self._ascii(word) if word.isascii() else _encoded(self._tokenizer, word)
+                _memoise(counts, self._cache_size, word, c)
             n += c
-        return n
-
-    def _remember(self, key: str, n: int) -> int:
-        if len(self._counts) >= self._cache_size:
-            self._counts.clear()
-        self._counts[key] = n
         return n
 
     def _ascii(self, text: str) -> int:
         counts, n = self._counts, 0
         for piece in _ASCII_SPLIT.findall(text):
             c = counts.get(piece)
-            n += c if c is not None else self._remember(piece, len(self._bpe(piece.translate(self._bytes))))
+            if c is None:
+                c = _memoise(counts, self._cache_size, piece, len(self._bpe(piece.translate(self._bytes))))
+            n += c
         return n
 
 
@@ -172,13 +181,8 @@ class QwenTokenCounter:
         n = self._cache.get(text)
         if n is None:
             pieces = self._pieces
-            if pieces is not None and pieces.covers(text):
-                n = pieces.count(text)
-            else:
-                n = len(self._tok.encode(text, add_special_tokens=False).ids)
-            if len(self._cache) >= self._cache_size:
-                self._cache.clear()
-            self._cache[text] = n
+            n = pieces.count(text) if pieces is not None and pieces.covers(text) else _encoded(self._tok, text)
+            _memoise(self._cache, self._cache_size, text, n)
         return n
 
 
