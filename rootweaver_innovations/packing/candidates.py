@@ -179,10 +179,14 @@ def _mean_idf(docs: Sequence[_DocTerms]) -> float:
 
 
 @functools.lru_cache(maxsize=16384)
-def _fact_terms(title: str, sentence: str) -> _DocTerms:
-    """BM25 terms of a fact, counted (memoised: a corpus's passages recur across questions;
-    at most 16,384 facts are kept, a few MB)."""
-    terms = bm25_tokenize(f"{title} {sentence}")
+def text_terms(text: str) -> _DocTerms:
+    """The :func:`~rootweaver_innovations.retrieval.bm25_tokenize` terms of ``text``, counted.
+
+    Memoised (a corpus's passages recur across questions; at most 16,384 texts are kept, a
+    few MB): a fact's line is tokenised once, here, for its relevance, and the packing
+    problem's query incidence reads the same counts.
+    """
+    terms = bm25_tokenize(text)
     return _DocTerms(len(terms), Counter(terms))
 
 
@@ -192,16 +196,14 @@ def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
     ``text`` is the fact's context line (``"<title> | <sentence>"``, what the reader sees and
     the budget pays for), ``body`` its sentence with whitespace folded, ``doc_id`` the passage id, ``source``
     the title, ``position`` the fact's index in ``facts`` (the loop's hop and rank order),
-    ``relevance`` :func:`okapi_scores` of ``title + sentence`` against ``question``, clipped at
+    ``relevance`` :func:`okapi_scores` of the line's terms against ``question``, clipped at
     0; ``hop`` and ``sub_query`` the fact's. Facts whose sentence is blank are skipped. The product's compactors, the packing eval
     and the evidence model's fitting script all build candidates here.
     """
     items = [f for f in facts if f.body]
-    scores = _okapi([_fact_terms(f.title, f.sentence) for f in items], bm25_tokenize(question))
-    return [
-        Candidate(
-            id=f"{f.passage_id}#{f.sentence_index}", doc_id=f.passage_id, text=f.line, position=k,
-            relevance=max(0.0, score), source=f.title, body=f.body, hop=f.hop, sub_query=f.sub_query,
-        )
+    scores = _okapi([text_terms(f.line) for f in items], bm25_tokenize(question))
+    return [  # fields by position, in declaration order: keyword matching would double the cost of this loop
+        Candidate(f"{f.passage_id}#{f.sentence_index}", f.passage_id, f.line, k, max(0.0, score), None, f.title,
+                  f.body, f.hop, f.sub_query)
         for k, (f, score) in enumerate(zip(items, scores))
     ]

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..retrieval import bm25_tokenize
 from . import similarity as _similarity
+from .candidates import text_terms
 from .similarity import Similarity
 
 __all__ = [
@@ -82,10 +83,13 @@ def query_incidence(query: str, texts: Sequence[str]) -> tuple[tuple[str, ...], 
 
     Terms are :func:`~rootweaver_innovations.retrieval.bm25_tokenize` tokens of the query
     (lowercase words, stop words out); a text contains a term when the term is one of the
-    text's own ``bm25_tokenize`` tokens (see :func:`term_incidence`).
+    text's own ``bm25_tokenize`` tokens (read from :func:`~.candidates.text_terms`, which
+    :func:`~.candidates.fact_candidates` has already filled for a fact's line).
     """
     terms = tuple(dict.fromkeys(bm25_tokenize(query)))
-    return terms, term_incidence(terms, [t.lower() for t in texts])
+    counts = [text_terms(t).counts for t in texts]
+    found = np.fromiter([term in c for c in counts for term in terms], dtype=bool, count=len(counts) * len(terms))
+    return terms, found.reshape(len(counts), len(terms))
 
 
 def term_incidence(terms: Sequence[str], lowered: Sequence[str]) -> np.ndarray:
