@@ -7,6 +7,7 @@ a rendered context back into facts.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -28,6 +29,8 @@ class Fact:
     Derived once at construction (not compared, not in ``repr``): ``body``, the sentence with
     whitespace runs folded to one space, and ``line``, the fact as one context line,
     ``"<title> | <body>"`` (:func:`~rootweaver_innovations.context_format.format_fact`).
+    A field of the wrong type, a negative index, hop or rank, or a score that is not a finite number raises
+    ``ValueError`` naming the passage and the field.
     """
 
     passage_id: str
@@ -42,9 +45,34 @@ class Fact:
     line: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if not (type(self.passage_id) is str and type(self.title) is str and type(self.sentence) is str
+                and type(self.sub_query) is str and _index(self.sentence_index) and _index(self.hop)
+                and _index(self.rank) and _finite(self.score)):
+            self._refuse()
         body = fold_whitespace(self.sentence)
         object.__setattr__(self, "body", body)
         object.__setattr__(self, "line", format_fact(self.title, body))
+
+    def _refuse(self) -> None:
+        """Raise ``ValueError`` for the first bad field (the check above found one)."""
+        where = f"fact of passage {self.passage_id!r}"
+        for name in ("passage_id", "title", "sentence", "sub_query"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{where}: {name} must be a str, got {getattr(self, name)!r}")
+        for name in ("sentence_index", "hop", "rank"):
+            if not _index(getattr(self, name)):
+                raise ValueError(f"{where}: {name} must be an int >= 0, got {getattr(self, name)!r}")
+        raise ValueError(f"{where}: score must be a finite number, got {self.score!r}")
+
+
+def _index(value: object) -> bool:
+    """``value`` is an int >= 0 (``bool`` excluded)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _finite(value: object) -> bool:
+    """``value`` is a finite int or float (``bool`` excluded)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def facts_from_passages(

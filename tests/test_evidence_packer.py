@@ -32,7 +32,7 @@ from rootweaver_innovations.records import Fact
 
 def _titled(cands: list[Candidate], titled: list[bool]) -> list[Candidate]:
     """Give some candidates a ``source`` title naming another document (bridge features fire)."""
-    return [dataclasses.replace(c, source=f"{c.doc_id} alpha") if t else c for c, t in zip(cands, titled)]
+    return [c._replace(source=f"{c.doc_id} alpha") if t else c for c, t in zip(cands, titled)]
 
 
 @settings(max_examples=1000, deadline=None)
@@ -199,7 +199,7 @@ def test_hop_and_sub_query_come_from_the_fact_and_feed_the_follow_up_features():
     assert sent["sub_query_entity"].tolist() == [0.0, 0.0]  # "kris benson" is not in the second sentence
     assert sent["sub_query_coverage"][1] > 0  # "team" of the sub-query is not; "benson" is
     with pytest.raises(ValueError, match="hop"):
-        dataclasses.replace(cands[0], hop=-1)
+        cands[0]._replace(hop=-1)
 
 
 @pytest.mark.parametrize(
@@ -227,7 +227,7 @@ def test_the_model_file_names_features_and_provenance_and_bad_files_are_one_line
 
 def test_wording_features_read_the_bare_sentence_not_the_rendered_title():
     plain = Candidate("a", "A", "He was born in Paris.", 0, 1.0, source="Alpha")
-    rendered = dataclasses.replace(plain, text="Alpha | He was born in Paris.", body="He was born in Paris.")
+    rendered = plain._replace(text="Alpha | He was born in Paris.", body="He was born in Paris.")
     feats = [evidence_features(pr, document_likelihood(pr)) for pr in
              (_problem([c], "Where was Alpha born?", Budget.chars(100)) for c in (plain, rendered))]
     assert feats[0]["pronoun_start"].tolist() == feats[1]["pronoun_start"].tolist() == [1.0]

@@ -192,7 +192,7 @@ class _Superadditive:
 
 def test_real_token_count_is_enforced_even_for_a_non_additive_tokenizer():
     cs = [cand(f"c{i}", "abcd", rel=1.0, pos=i) for i in range(3)]
-    cs = [dataclasses.replace(c, text=f"abc{i}") for i, c in enumerate(cs)]
+    cs = [c._replace(text=f"abc{i}") for i, c in enumerate(cs)]
     budget = Budget.tokens(14, counter=_Superadditive())
     # parts: "abcX" 4 + "\n" 1 = 5 each, capacity 14 + 1 = 15: the ledger admits all three,
     # but the joined 14-char text counts 14 + 2**2 = 18 > 14; the last picks are dropped
@@ -207,7 +207,7 @@ def test_real_token_count_is_enforced_even_for_a_non_additive_tokenizer():
 
 def test_no_selector_input_can_carry_gold_labels():
     names = set(inspect.signature(pack).parameters)
-    names |= {f.name for f in dataclasses.fields(Candidate)}
+    names |= set(Candidate._fields)
     names |= {f.name for f in dataclasses.fields(PackingProblem)}
     assert not {n for n in names if any(w in n for w in ("gold", "answer", "label", "support"))}
 
