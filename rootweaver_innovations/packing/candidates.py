@@ -19,7 +19,7 @@ import numpy as np
 from ..records import Fact
 from ..retrieval import bm25_tokenize
 
-__all__ = ["Candidate", "Header", "fact_candidates", "okapi_scores", "rank_key"]
+__all__ = ["Candidate", "Header", "fact_candidates", "okapi_scores", "rank_order"]
 
 OKAPI_K1 = 1.5  # rank-bm25's BM25Okapi defaults, reproduced exactly by okapi_scores
 OKAPI_B = 0.75
@@ -123,9 +123,10 @@ class Candidate(_CandidateFields):
         return self.source if self.source is not None else self.doc_id
 
 
-def rank_key(candidate: Candidate, index: int) -> tuple[float, int, int]:
-    """Sort key of the candidate ranking: relevance descending, then position, then input index."""
-    return (-float(candidate.relevance), candidate.position, index)
+def rank_order(candidates: Sequence[Candidate]) -> list[int]:
+    """Indices of ``candidates`` in rank order: relevance descending, then position, then input order."""
+    keys = [(-float(c.relevance), c.position) for c in candidates]
+    return sorted(range(len(keys)), key=keys.__getitem__)  # a stable sort keeps input order on ties
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
-from .candidates import Candidate, Header, rank_key
+from .candidates import Candidate, Header, rank_order
 
 __all__ = [
     "REASONS",
@@ -67,12 +68,12 @@ class ConflictingCandidateError(ValueError):
     """One candidate id arrived with two different texts or provenances."""
 
 
-@dataclass(frozen=True, slots=True)
-class Omission:
+class Omission(NamedTuple):
     """A candidate left out of the packet, why (one of :data:`REASONS`), and details.
 
     ``detail``: for ``duplicate_id`` and ``duplicate_text`` the id of the copy kept; for
-    ``version_conflict`` the conflicting version labels, sorted; otherwise empty.
+    ``version_conflict`` the conflicting version labels, sorted; otherwise empty. An
+    immutable tuple: most of a compaction's candidates end up as one.
     """
 
     candidate: Candidate
@@ -151,8 +152,7 @@ def screen(candidates: Sequence[Candidate]) -> Screened:
     for c in candidates:
         if not isinstance(c, Candidate):
             raise ValueError(f"expected Candidate items, got {type(c).__name__}")
-    keys = [rank_key(c, i) for i, c in enumerate(candidates)]
-    ranked = sorted(range(len(candidates)), key=keys.__getitem__)
+    ranked = rank_order(candidates)
     omissions: list[Omission] = []
 
     first_by_id: dict[str, Candidate] = {}
@@ -208,10 +208,10 @@ def account(
     taken = set(chosen)
     full = max_snippets is not None and len(taken) >= max_snippets
     out = []
-    for i, c in enumerate(eligible):
+    for i, (c, fit) in enumerate(zip(eligible, fits.tolist())):
         if i in taken:
             continue
-        if not fits[i]:
+        if not fit:
             out.append(Omission(c, REASON_BUDGET))
         elif full:
             out.append(Omission(c, REASON_SNIPPET_CAP))
