@@ -141,3 +141,16 @@ def test_okapi_scores_reproduce_rank_bm25(docs, query):
     from rootweaver_innovations.packing.candidates import okapi_scores
 
     assert okapi_scores(docs, query) == pytest.approx(list(BM25Okapi(docs).get_scores(query)), abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("passage_id", 7), ("title", None), ("sentence", b"x"), ("sub_query", None), ("sentence_index", -1),
+     ("hop", True), ("rank", 1.0), ("score", float("nan")), ("score", "1")],
+)
+def test_a_fact_with_a_bad_field_is_a_value_error_naming_the_field(field, value):
+    fields = {"passage_id": "p1", "title": "T", "sentence": "S.", "sentence_index": 0, "hop": 0, "sub_query": "q",
+              "rank": 0, "score": 1.0}
+    with pytest.raises(ValueError, match=f"fact of passage .*: {field} must be"):
+        Fact(**{**fields, field: value})
+    assert Fact(**fields).line == "T | S."

@@ -202,6 +202,21 @@ def test_hop_and_sub_query_come_from_the_fact_and_feed_the_follow_up_features():
         cands[0]._replace(hop=-1)
 
 
+def test_fact_candidates_fill_every_field_by_name_and_pass_validation():
+    """fact_candidates builds its tuples unchecked and by position: a field order change must fail here."""
+    facts = [Fact("p7", "Title T", "Sentence  one\nhere.", 3, hop=2, sub_query="the sub query", rank=1, score=2.5),
+             Fact("p9", "Other", "   ", 0), Fact("p9", "Other", "Sentence two.", 1, hop=0, sub_query="q"),
+             Fact("p8", "Misc", "Nothing relevant at all.", 0)]
+    cands = fact_candidates("one title", facts)
+    assert [Candidate(*c) for c in cands] == cands  # every field passes the constructor's checks
+    first, second, _third = cands
+    assert first == Candidate(id="p7#3", doc_id="p7", text="Title T | Sentence one here.", position=0,
+                              relevance=first.relevance, source="Title T", body="Sentence one here.", hop=2,
+                              sub_query="the sub query")
+    assert (second.id, second.position, second.version, second.hop) == ("p9#1", 1, None, 0)
+    assert type(first.relevance) is float and first.relevance > second.relevance >= 0.0
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [{"coverage": -1}, {"coverage": float("nan")}, {"price": True}, {"options_per_doc": 0}, {"max_per_doc": 3}],
