@@ -29,8 +29,8 @@ class Fact:
     Derived once at construction (not compared, not in ``repr``): ``body``, the sentence with
     whitespace runs folded to one space, and ``line``, the fact as one context line,
     ``"<title> | <body>"`` (:func:`~rootweaver_innovations.context_format.format_fact`).
-    A field of the wrong type, a negative index, hop or rank, or a score that is not a finite number raises
-    ``ValueError`` naming the passage and the field.
+    A field of the wrong type, a negative index, hop or rank, or a score that is not a finite
+    number raises ``ValueError`` naming the passage and the field.
     """
 
     passage_id: str
@@ -45,8 +45,8 @@ class Fact:
     line: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if not (type(self.passage_id) is str and type(self.title) is str and type(self.sentence) is str
-                and type(self.sub_query) is str and _index(self.sentence_index) and _index(self.hop)
+        if not (isinstance(self.passage_id, str) and isinstance(self.title, str) and isinstance(self.sentence, str)
+                and isinstance(self.sub_query, str) and _index(self.sentence_index) and _index(self.hop)
                 and _index(self.rank) and _finite(self.score)):
             self._refuse()
         body = fold_whitespace(self.sentence)

@@ -154,3 +154,4 @@ def test_a_fact_with_a_bad_field_is_a_value_error_naming_the_field(field, value)
     with pytest.raises(ValueError, match=f"fact of passage .*: {field} must be"):
         Fact(**{**fields, field: value})
     assert Fact(**fields).line == "T | S."
+    assert Fact(**{**fields, "passage_id": np.str_("p1"), "score": np.float64(2.0)}).passage_id == "p1"  # subclasses pass
