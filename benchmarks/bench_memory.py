@@ -40,7 +40,7 @@ SMALL = 7715
 def build_large_context(target_chars: int, per_line: str = "paragraph") -> tuple[str, str, list[str]]:
     """Hop blocks of HotpotQA fact lines (one per ``paragraph`` or ``sentence``), at most
     ``target_chars`` long (whole lines)."""
-    from rootweaver_innovations.compaction import reasoning_key_terms
+    from rootweaver_innovations.text import reasoning_key_terms
     from rootweaver_innovations.context_format import format_fact, format_header
     from rootweaver_innovations.corpus import load_qa_rows
 

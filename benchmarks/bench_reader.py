@@ -53,9 +53,9 @@ def main() -> None:
     seconds: dict[str, list[float]] = {"on": [], "off": []}
     tokens: dict[str, list[int]] = {"on": [], "off": []}
     for res in runs:
-        for name, context, facts in (("on", res.synth_context, res.synth_facts), ("off", res.full_context, res.facts)):
+        for name, context in (("on", res.synth), ("off", res.full)):
             t = time.perf_counter()
-            answer = reader(res.question, context, facts)
+            answer = reader(res.question, context)
             seconds[name].append(time.perf_counter() - t)
             tokens[name].append(answer.prompt_tokens or 0)
     base = statistics.median(seconds["off"])

@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from rootweaver_capabilities.config import MultiHopConfig
-from rootweaver_capabilities.multi_hop import MultiHopCapability, RequestContext
+from rootweaver_capabilities.capability import MultiHopCapability, RequestContext
 from rootweaver_innovations.demo import load_questions
 
 REPO = Path(__file__).resolve().parents[1]

@@ -182,7 +182,8 @@ def _cmd_quality(args: argparse.Namespace) -> int:
 
 
 def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
-    """Register ``eval`` and its subcommands on the top-level parser's subparsers."""
+    """Register ``eval`` and its subcommands on the top-level parser's subparsers (the entry
+    point ``eval`` in the group ``rootweaver.commands``, loaded by ``rootweaver eval ...`` only)."""
     from rootweaver_capabilities.argtypes import positive_int as _positive_int
 
     from rootweaver_innovations.multihop import STOP_RULES
@@ -273,6 +274,11 @@ def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     common(qu)
     qu.set_defaults(func=_cmd_quality)
 
-    # Listed for --help only: `rootweaver eval frontload|pace ...` is handed whole to evals.pace.main.
-    esub.add_parser("frontload", help="PACE: complete-evidence recall@5 with/without frontloading (see --help)")
-    esub.add_parser("pace", help="PACE: queueing simulation of fixed vs adaptive rerank depth (see --help)")
+    # `rootweaver eval frontload|pace ...` is handed whole (options included) to evals.pace.main.
+    from .pace import main as pace_main
+
+    for name, help_text in (("frontload", "PACE: complete-evidence recall@5 with/without frontloading (see --help)"),
+                            ("pace", "PACE: queueing simulation of fixed vs adaptive rerank depth (see --help)")):
+        pace = esub.add_parser(name, help=help_text, add_help=False)
+        pace.add_argument("rest", nargs=argparse.REMAINDER)
+        pace.set_defaults(run_raw=pace_main)

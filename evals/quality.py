@@ -39,7 +39,7 @@ import numpy as np
 from rootweaver_capabilities.config import MultiHopConfig
 from rootweaver_capabilities.llm import ChatClient, LLMSynthesizer
 from rootweaver_capabilities.prompts import MODE_EVIDENCE, MODES, number_facts
-from rootweaver_innovations.context_format import parse_fact
+from rootweaver_innovations.context_format import SynthContext
 from rootweaver_innovations.corpus import QARow
 from rootweaver_innovations.diagnostics import (
     answer_in_context,
@@ -119,23 +119,23 @@ def _gold_facts(row: QARow) -> frozenset[tuple[str, str]]:
     )
 
 
-def _ebg(row: QARow, facts: Sequence[Fact], prediction: str, cited: Sequence[str]) -> dict[str, float]:
+def _ebg(row: QARow, context: SynthContext, prediction: str, cited: Sequence[Fact]) -> dict[str, float]:
     gold = _gold_facts(row)
-    numbered = number_facts(facts)  # the lines as the reader saw them numbered
+    numbered = number_facts(context)  # the facts as the reader saw them numbered
     gold_ids = gold_line_ids(numbered, gold)
     cited_set = set(cited)
-    cited_ids = {i for i, line in enumerate(numbered.lines, start=1) if line in cited_set}
+    cited_ids = {i for i, f in enumerate(numbered.facts, start=1) if f in cited_set}
     complete = bool(gold) and len(gold_ids) >= len(gold)  # every gold fact has a line to cite
     s = score_ebg(prediction, [row.answer], cited_ids, gold_ids if complete else ())
     return {"ans": float(s.ans), "evid": float(s.evid), "joint": float(s.joint)}
 
 
-def _cited_pr(row: QARow, cited: Sequence[str]) -> tuple[float | None, float | None]:
-    """(precision, recall) of the cited lines against every gold supporting fact; recall
+def _cited_pr(row: QARow, cited: Sequence[Fact]) -> tuple[float | None, float | None]:
+    """(precision, recall) of the cited facts against every gold supporting fact; recall
     ``None`` for a row without gold facts, precision ``None`` when nothing was cited."""
     gold = _gold_facts(row)
-    facts = {parse_fact(line) for line in cited}
-    hits = sum((t, s) in gold for t, s, *_ in (f for f in facts if f is not None))
+    facts = {(f.title, f.sentence) for f in cited}
+    hits = sum(fact in gold for fact in facts)
     precision = hits / len(facts) if facts else None
     recall = hits / len(gold) if gold else None
     return precision, recall
@@ -170,7 +170,7 @@ def run_quality(
     from ``pool_rows`` (default ``rows``). Raises ``ValueError`` for no rows, an unknown
     mode, ``runs < 1``, or ``runs >= 2`` at ``temperature <= 0`` (identical runs, no band).
     """
-    from rootweaver_capabilities.multi_hop import MultiHopCapability, RequestContext
+    from rootweaver_capabilities.capability import MultiHopCapability, RequestContext
 
     from .datasets import build_open_pool
 
@@ -213,9 +213,9 @@ def run_quality(
                     raise RuntimeError(f"capability did not run configuration {name!r} (flags?)")
                 trajectories.add(result.trajectory())
                 answer = ctx.metadata["multi_hop"]["answer"]
-                pred, cited = answer["text"], answer["cited_lines"]
+                pred, cited = answer["text"], result.answer.citations
                 context = result.synth_context
-                ebg = _ebg(row, result.synth_facts, pred, cited) if mode == MODE_EVIDENCE else {}
+                ebg = _ebg(row, result.synth, pred, cited) if mode == MODE_EVIDENCE else {}
                 precision, recall = _cited_pr(row, cited) if mode == MODE_EVIDENCE else (None, None)
                 judge = _judge(judge_client, row.question, row.answer, pred) if judge_client else None
                 q = QualityRow(

@@ -14,21 +14,15 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from rootweaver_capabilities.prompts import NumberedContext, _first_json_object
-from rootweaver_innovations.context_format import parse_fact
 from rootweaver_innovations.diagnostics import answer_in_context
 
 __all__ = ["EBGScore", "gold_line_ids", "judge_messages", "parse_judge_score", "score_ebg"]
 
 
 def gold_line_ids(numbered: NumberedContext, gold_facts: Collection[tuple[str, str]]) -> frozenset[int]:
-    """Ids of the numbered lines whose ``(title, sentence)`` is a gold fact (whitespace-folded)."""
+    """Ids of the numbered facts whose ``(title, sentence)`` is a gold fact (whitespace-folded)."""
     gold = {(" ".join(t.split()), " ".join(s.split())) for t, s in gold_facts}
-    out = set()
-    for i, line in enumerate(numbered.lines, start=1):
-        parsed = parse_fact(line)
-        if parsed is not None and (parsed[0], parsed[1]) in gold:
-            out.add(i)
-    return frozenset(out)
+    return frozenset(i for i, f in enumerate(numbered.facts, start=1) if (" ".join(f.title.split()), f.body) in gold)
 
 
 

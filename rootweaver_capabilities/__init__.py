@@ -10,7 +10,7 @@ OpenAI-compatible reader client and ``reader`` for the embedded llama.cpp reader
 from .config import ConfigError, MultiHopConfig
 from .flags import FlagProvider, StaticFlagProvider, UnleashFlagProvider, build_flag_provider
 from .metrics import Metrics
-from .multi_hop import CapabilityContext, MultiHopCapability, RequestContext
+from .capability import CapabilityContext, MultiHopCapability, RequestContext
 
 __all__ = [
     "CapabilityContext",

@@ -6,25 +6,26 @@ Exit codes: 0 success, 1 an eval check failed, 2 bad input (one-line message on 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import signal
 import sys
 import time
 from collections.abc import Sequence
+from importlib.metadata import entry_points
 from pathlib import Path
 
-from rootweaver_innovations.comparison import date_comparison_answer
-from rootweaver_innovations.corpus import CorpusError, load_corpus_jsonl
-from rootweaver_innovations.demo import DEMO_CORPUS, load_questions
-from rootweaver_innovations.multihop import MultiHopRAG
-from rootweaver_innovations.packing import Budget
-from rootweaver_innovations.retrieval import BM25Retriever, Retriever
-from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, make_compactor, strategy_names
+from rootweaver_innovations.corpus import CorpusError
+from rootweaver_innovations.demo import load_questions
+from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, strategy_names
 
 from .argtypes import OneLineParser, positive_int
+from .assembly import build_rag, build_synthesizer
+from .capability import MultiHopCapability, RequestContext
 from .config import LLMConfig, MultiHopConfig
-from .multi_hop import MultiHopCapability, RequestContext, build_synthesizer
-from .records import result_record
+from .result_json import result_record
+
+COMMANDS_GROUP = "rootweaver.commands"  # entry points adding subcommands (the evals register `eval`)
 
 __all__ = ["main"]
 
@@ -61,19 +62,9 @@ def _print_human(d: dict) -> None:
             print(f"  cites: {line}")
 
 
-def _retriever(args: argparse.Namespace) -> Retriever:
-    """The index ``--index`` memory-mapped (checked against ``--corpus`` if given), else BM25
-    in memory over ``--corpus`` or the bundled demo corpus."""
-    if args.index is not None:
-        from rootweaver_innovations.index import open_index
-
-        return open_index(args.index, corpus=args.corpus).retriever()
-    return BM25Retriever(load_corpus_jsonl(args.corpus or DEMO_CORPUS))
-
-
-def _reader_config(args: argparse.Namespace) -> LLMConfig:
-    """The validated ``llm`` section for ``--reader`` (default: local when installed, else
-    none with a note on stderr saying how to get the reader)."""
+def _reader_config(args: argparse.Namespace, llm: LLMConfig) -> LLMConfig:
+    """``llm`` with ``--reader`` and its options applied (default reader: local when installed,
+    else none with a note on stderr saying how to get the reader)."""
     from .reader_models import INSTALL_HINT, reader_installed
 
     reader = args.reader
@@ -82,38 +73,41 @@ def _reader_config(args: argparse.Namespace) -> LLMConfig:
         if reader == "none":
             print(f"(no embedded reader installed: answering extractively; for LLM answers: {INSTALL_HINT})",
                   file=sys.stderr)
-    llm = {"provider": reader, "mode": args.mode, "timeout_s": args.timeout}
+    changes: dict = {"provider": reader, "mode": args.mode, "timeout_s": args.timeout, "base_url": None}
     if reader == "openai":
         if not args.base_url:
             raise UsageError("--reader openai needs --base-url (e.g. http://127.0.0.1:8765/v1)")
-        llm.update(base_url=args.base_url, model=args.model or "reader")
+        changes.update(base_url=args.base_url, model=args.model or "reader")
     elif args.base_url:
         raise UsageError(f"--base-url is only used with --reader openai (got --reader {reader})")
     if reader == "local" and args.model_path is not None:
         if not args.model_path.is_file():
             raise UsageError(f"--model-path {args.model_path}: file not found")
-        llm["model_path"] = str(args.model_path)
+        changes["model_path"] = str(args.model_path)
     if args.model and reader == "local":
-        llm["model"] = args.model
-    return MultiHopConfig.from_mapping({"llm": llm}, source="command line").llm
+        changes["model"] = args.model
+    return dataclasses.replace(llm, **changes)
+
+
+def _ask_config(args: argparse.Namespace) -> MultiHopConfig:
+    """The default config with the command line's options applied (validated again)."""
+    base = MultiHopConfig(source="command line")
+    compaction = dataclasses.replace(
+        base.compaction, enabled=args.compaction != "off",
+        strategy=args.compaction if args.compaction != "off" else DEFAULT_STRATEGY,
+        unit="chars" if args.max_chars else "tokens", budget=args.max_chars or args.max_tokens,
+    )
+    retriever = dataclasses.replace(base.retriever, index=None if args.index is None else str(args.index),
+                                    corpus=None if args.corpus is None else str(args.corpus))
+    return dataclasses.replace(base, max_hops=args.max_hops, max_passages=args.max_passages, compaction=compaction,
+                               retriever=retriever, llm=_reader_config(args, base.llm))
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
     question = _demo_question() if args.question is None else args.question
     if not question.strip():
         raise UsageError("the question is empty")
-    budget = Budget(args.max_chars, "chars") if args.max_chars else Budget(args.max_tokens, "tokens")
-    synthesizer = build_synthesizer(_reader_config(args))
-    rag = MultiHopRAG(
-        _retriever(args),
-        synthesizer=synthesizer,
-        answer_rule=date_comparison_answer,
-        max_hops=args.max_hops,
-        max_passages=args.max_passages,
-        compaction_enabled=args.compaction != "off",
-        compaction_budget=budget,
-        compactor=make_compactor(args.compaction if args.compaction != "off" else DEFAULT_STRATEGY),
-    )
+    rag = build_rag(_ask_config(args))
     d = result_record(rag.multi_hop_search(question), detail=True)
     if args.json:
         print(json.dumps(d, ensure_ascii=False, indent=2))
@@ -204,7 +198,9 @@ def _cmd_index_info(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser(with_evals: bool = False) -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line; plug-in commands (entry points in :data:`COMMANDS_GROUP`) are listed,
+    and the one named ``command`` adds its own parser (so only a command that runs is imported)."""
     p = OneLineParser(prog="rootweaver", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     ask = sub.add_parser("ask", help="answer a question over a corpus (bundled demo corpus by default)")
@@ -248,12 +244,11 @@ def build_parser(with_evals: bool = False) -> argparse.ArgumentParser:
     info.add_argument("dir", type=Path)
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.set_defaults(func=_cmd_index_info)
-    if with_evals:  # the evals live in their own package, imported only for `rootweaver eval`
-        from evals.commands import add_eval_parsers
-
-        add_eval_parsers(sub)
-    else:
-        sub.add_parser("eval", help="offline evaluations (`rootweaver eval --help`)", add_help=False)
+    for ep in entry_points(group=COMMANDS_GROUP):  # loaded only when that command runs
+        if ep.name == command:
+            ep.load()(sub)
+        else:
+            sub.add_parser(ep.name, help=f"(`rootweaver {ep.name} --help`)", add_help=False)
     return p
 
 
@@ -261,11 +256,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if hasattr(signal, "SIGPIPE") and argv is None:  # `rootweaver ... | head` ends quietly
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     raw = list(sys.argv[1:] if argv is None else argv)
-    if raw[:1] == ["eval"] and raw[1:2] in (["frontload"], ["pace"]):  # PACE evals own their options
-        from evals.pace import main as pace_main
-
-        return pace_main(raw[1:])
-    args = build_parser(with_evals=raw[:1] == ["eval"]).parse_args(raw)
+    args = build_parser(command=raw[0] if raw else None).parse_args(raw)
+    if getattr(args, "run_raw", None) is not None:  # a plug-in command that parses its own options
+        return args.run_raw(raw[1:])
     try:
         return args.func(args)
     except (UsageError, CorpusError, ValueError, OSError) as exc:

@@ -39,6 +39,7 @@ from typing import Any
 
 import yaml
 
+from rootweaver_innovations.answer_rules import DEFAULT_ANSWER_RULES, answer_rule_names
 from rootweaver_innovations.multihop import STOP_RULES
 from rootweaver_innovations.retrieval import BACKENDS
 from rootweaver_innovations.packing import UNITS as BUDGET_UNITS
@@ -50,11 +51,9 @@ from rootweaver_innovations.strategies import (
     strategy_names,
 )
 
-COMPACTION_STRATEGIES = strategy_names()
 
 __all__ = [
     "CAPABILITY_FLAG",
-    "COMPACTION_STRATEGIES",
     "FLAG_PROVIDERS",
     "LLM_PROVIDERS",
     "CompactionConfig",
@@ -86,10 +85,10 @@ class ConfigError(ValueError):
 class _Rule:
     """How one knob is checked: type, nullability, allowed values, a value predicate."""
 
-    kind: str  # "int" | "float" | "bool" | "str" | "file" | "env" | "url" | "flag_map"
+    kind: str  # "int" | "float" | "bool" | "str" | "file" | "env" | "url" | "flag_map" | "names"
     doc: str
     nullable: bool = False
-    choices: tuple[str, ...] = ()
+    choices: tuple[str, ...] | Callable[[], tuple[str, ...]] = ()  # a callable: a live registry
     check: Callable[[Any], bool] | None = None
     rule: str = ""  # what ``check`` demands, for the error message
 
@@ -131,7 +130,7 @@ class CompactionConfig:
     strategy: str = _knob(DEFAULT_STRATEGY, "str",
                           "Compactor: evidence (document + answer models, exact covering knapsack; the best measured), "
                           "submodular (budgeted four-term packer) or line (deterministic extractive lines).",
-                          choices=COMPACTION_STRATEGIES)
+                          choices=strategy_names)
     unit: str = _knob("tokens", "str", "Unit of the budget: tokens (the reader's Qwen2.5 tokenizer) or chars.",
                       choices=tuple(sorted(BUDGET_UNITS, reverse=True)))
     budget: int = _knob(DEFAULT_BUDGET_TOKENS, "int", "Hard budget of the synthesis context in `unit` (>= 1).",
@@ -256,6 +255,11 @@ class MultiHopConfig:
         0.6, "float", "Share of a sub-query's key terms that must occur in the context for it to count as "
         "answered.", check=lambda v: 0 < v <= 1, rule="must be in (0, 1]",
     )
+    answer_rules: tuple[str, ...] = _knob(
+        DEFAULT_ANSWER_RULES, "names", "Answer rules tried in order before the reader, by registered name "
+        "(date_comparison: compare the years of the two options of a 'who was born first, A or B' question); "
+        "[] = the reader always answers.", choices=answer_rule_names,
+    )
     retriever: RetrieverConfig = _section(RetrieverConfig, "Hop retriever.")
     compaction: CompactionConfig = _section(CompactionConfig, "Synthesis-context compaction.")
     flags: FlagsConfig = _section(FlagsConfig, "Feature flags.")
@@ -347,6 +351,8 @@ def _parse(cls: type, raw: Any, path: str, source: str) -> dict[str, Any]:
             value = float(value)
         elif rule.kind == "flag_map" and isinstance(value, Mapping):
             value = tuple(sorted(value.items(), key=lambda kv: str(kv[0])))
+        elif rule.kind == "names" and isinstance(value, list):
+            value = tuple(value)
         kwargs[name] = value
     return kwargs
 
@@ -354,7 +360,7 @@ def _parse(cls: type, raw: Any, path: str, source: str) -> dict[str, Any]:
 _TYPE_NAMES = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a non-empty string",
                "file": "a non-empty string (a file path)",
                "env": "an environment variable name", "url": "an http(s) URL",
-               "flag_map": "a mapping of flag name -> true/false"}
+               "flag_map": "a mapping of flag name -> true/false", "names": "a list of names"}
 
 
 def _type_ok(kind: str, v: Any) -> bool:
@@ -366,6 +372,8 @@ def _type_ok(kind: str, v: Any) -> bool:
         return isinstance(v, bool)
     if kind in ("str", "file", "env", "url"):
         return isinstance(v, str) and bool(v.strip())
+    if kind == "names":
+        return isinstance(v, tuple) and all(isinstance(n, str) for n in v) and len(set(v)) == len(v)
     return isinstance(v, tuple) and all(  # flag_map
         isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and p[0] and isinstance(p[1], bool)
         for p in v
@@ -419,8 +427,15 @@ def _validate(obj: Any, path: str, source: str) -> None:
             raise ConfigError(f"{source}: key '{key}' must end in '/api' (the client API base), got {_shown(value)}")
         if rule.kind == "file" and not Path(value).is_file():
             raise ConfigError(f"{source}: key '{key}' must name an existing file, got {_shown(value)} (not found)")
-        if rule.choices and value not in rule.choices:
-            raise ConfigError(f"{source}: key '{key}' must be one of {sorted(rule.choices)}, got {_shown(value)}")
+        choices = rule.choices() if callable(rule.choices) else rule.choices
+        if rule.kind == "names":
+            unknown = [n for n in value if n not in choices]
+            if unknown:
+                raise ConfigError(f"{source}: key '{key}' names unknown {_shown(unknown[0])}; "
+                                  f"choose from {sorted(choices)}")
+            continue
+        if choices and value not in choices:
+            raise ConfigError(f"{source}: key '{key}' must be one of {sorted(choices)}, got {_shown(value)}")
         if rule.check is not None and not rule.check(value):
             raise ConfigError(f"{source}: key '{key}' {rule.rule}, got {_shown(value)}")
 
@@ -433,6 +448,8 @@ def _to_mapping(obj: Any) -> dict[str, Any]:
             out[f.name] = _to_mapping(value)
         elif f.metadata["rule"].kind == "flag_map":
             out[f.name] = dict(value)
+        elif f.metadata["rule"].kind == "names":
+            out[f.name] = list(value)
         else:
             out[f.name] = value
     return out

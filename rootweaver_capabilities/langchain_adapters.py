@@ -25,10 +25,13 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("rootweaver_capabilities.langchain_adapters needs the 'langchain' extra: "
                       "pip install 'rootweaver[langchain]'") from exc
 
-from rootweaver_innovations.compaction import compact_lines, reasoning_key_terms
-from rootweaver_innovations.context_format import format_fact
+from rootweaver_innovations.budget import Budget
+from rootweaver_innovations.compaction import CompactionRequest, LineCompactor
+from rootweaver_innovations.context_format import SynthContext
 from rootweaver_innovations.corpus import Passage, split_sentences
 from rootweaver_innovations.multihop import MultiHopRAG
+from rootweaver_innovations.records import Fact
+from rootweaver_innovations.text import reasoning_key_terms
 from rootweaver_innovations.retrieval import ScoredPassage
 
 __all__ = ["LangChainHopRetriever", "LineCompactorCompressor", "MultiHopRetriever", "document_to_passage"]
@@ -82,9 +85,10 @@ class LangChainHopRetriever:
 class LineCompactorCompressor(BaseDocumentCompressor):
     """The line compactor as a document compressor: keep the best sentences in ``max_chars``.
 
-    Each document's sentences become fact lines ``"<title> | <sentence>"``; the query's
-    key terms play the open sub-query terms (band 0); :func:`compact_lines` keeps lines
-    within ``max_chars`` (newlines included). Returned: the documents that kept at least
+    Each document's sentences become facts (lines ``"<title> | <sentence>"``, no hop
+    headers); the query's key terms play the open sub-query terms (band 0); the
+    :class:`~rootweaver_innovations.compaction.LineCompactor` keeps facts within ``max_chars``
+    (newlines included). Returned: the documents that kept at least
     one sentence, in input order, with ``page_content`` = their kept sentences joined by
     spaces and the input metadata plus ``kept_sentences`` (indices) and
     ``dropped_sentences`` (count). The kept lines fit ``max_chars``, so the returned
@@ -96,27 +100,23 @@ class LineCompactorCompressor(BaseDocumentCompressor):
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
-        lines: list[str] = []
-        origin: list[tuple[int, int, str]] = []  # (document index, sentence index, sentence)
+        facts = []  # rank: the document's index
         for d, doc in enumerate(documents):
             passage = document_to_passage(doc)
-            for s, sentence in enumerate(passage.sentences):
-                lines.append(format_fact(passage.title, sentence))
-                origin.append((d, s, " ".join(sentence.split())))
-        if not lines:
+            facts += [Fact(passage.id, passage.title, sentence, s, rank=d) for s, sentence in enumerate(passage.sentences)]
+        if not facts:
             return []
-        result = compact_lines("\n".join(lines), max_chars=self.max_chars, question=query,
-                               open_terms=reasoning_key_terms(query))
+        request = CompactionRequest(query, SynthContext(tuple(facts), (), "facts"), tuple(reasoning_key_terms(query)),
+                                    Budget(self.max_chars, "chars"))
         kept: dict[int, list[tuple[int, str]]] = {}
-        for line in result.kept:
-            d, s, sentence = origin[line.position]
-            kept.setdefault(d, []).append((s, sentence))
+        for fact in LineCompactor()(request).kept_facts:
+            kept.setdefault(fact.rank, []).append((fact.sentence_index, fact.body))
         out = []
         for d, doc in enumerate(documents):
             if d not in kept:
                 continue
             picked = sorted(kept[d])
-            total = sum(1 for o in origin if o[0] == d)
+            total = sum(1 for f in facts if f.rank == d)
             out.append(Document(
                 page_content=" ".join(sentence for _, sentence in picked),
                 metadata={**(doc.metadata or {}), "kept_sentences": [s for s, _ in picked],

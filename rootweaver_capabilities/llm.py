@@ -46,11 +46,11 @@ from typing import Any, Protocol
 import httpcore
 import httpx
 
-from rootweaver_innovations.compaction import CompactionRequest, compact_lines
+from rootweaver_innovations.budget import Budget, QwenTokenCounter, TokenCounter
+from rootweaver_innovations.compaction import CompactionRequest
+from rootweaver_innovations.context_format import SynthContext
 from rootweaver_innovations.extractive import extractive_answer
-from rootweaver_innovations.packing import Budget, QwenTokenCounter, TokenCounter
-from rootweaver_innovations.records import Fact
-from rootweaver_innovations.strategies import make_compactor
+from rootweaver_innovations.strategies import DEFAULT_STRATEGY, Compactor, make_compactor
 
 from .prompts import (
     MODE_EVIDENCE,
@@ -60,7 +60,6 @@ from .prompts import (
     answer_only_messages,
     ask_with_evidence,
     evidence_messages,
-    number_context,
     number_facts,
     parse_answer_only,
 )
@@ -583,7 +582,6 @@ class OpenAIChatClient:
 
 
 _SHRINK_ROUNDS = 6
-_LINE_COMPACTOR = make_compactor("line")  # stateless; cuts a prompt that overflows the window
 
 
 @dataclass(frozen=True)
@@ -591,19 +589,16 @@ class LLMSynthesizer:
     """MultiHopRAG ``Synthesizer`` through a chat client (HTTP or embedded: same prompt,
     same parsing, same window check). Stateless, so one instance serves every thread.
 
-    ``mode="answer"``: answer-only prompt, no citations. ``mode="evidence"``: line-numbered
-    context, JSON ``{"answer", "evidence"}`` reply (retried once when malformed, then
-    returned with ``method`` ending in ``(malformed reply)`` and the raw reply as text);
-    ``cited_lines`` are the cited context lines verbatim.
-
-    Evidence mode numbers the synth facts (:func:`~rootweaver_capabilities.prompts.number_facts`:
-    the records behind the synth context's lines, as the loop passes them); a caller with
-    only text (``facts`` empty) gets its fact lines numbered from the text.
+    ``mode="answer"``: answer-only prompt over the synth context's text, no citations.
+    ``mode="evidence"``: the synth context's facts numbered
+    (:func:`~rootweaver_capabilities.prompts.number_facts`), a JSON ``{"answer", "evidence"}``
+    reply (retried once when malformed, then returned with ``method`` ending in
+    ``(malformed reply)`` and the raw reply as text); ``citations`` are the cited facts.
 
     Fitting: the prompt is counted with the reader's tokenizer; when it does not fit
-    ``context_window - max_tokens`` the synth context is cut by the ``line`` compactor (over
-    the facts when given, else over the text) to a character budget scaled by the
-    overflow, until it fits. A prompt that cannot fit even with an empty context is not sent.
+    ``context_window - max_tokens`` the synth context is compacted again by ``compactor`` (the
+    configured strategy; the default strategy when none is given) under a token budget scaled
+    by the overflow, until it fits. A prompt that cannot fit even with an empty context is not sent.
 
     Every call runs under one deadline of ``client.timeout_s`` (counting, the evidence
     retry and every attempt included). Any :class:`LLMError` degrades the call to
@@ -618,10 +613,13 @@ class LLMSynthesizer:
     seed: int | None = None
     max_tokens: int | None = None
     json_mode: bool = False
+    compactor: Compactor | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {sorted(MODES)}, got {self.mode!r}")
+        if self.compactor is None:
+            object.__setattr__(self, "compactor", make_compactor(DEFAULT_STRATEGY))
 
     def load(self) -> None:
         """Load the reader now (tokenizer, embedded model) instead of in the first request."""
@@ -631,49 +629,38 @@ class LLMSynthesizer:
     def reader(self) -> str:
         return f"{self.client.transport}:{self.client.model}"
 
-    def _messages(
-        self, question: str, context: str, facts: Sequence[Fact]
-    ) -> tuple[list[dict[str, str]], NumberedContext | None]:
+    def _messages(self, question: str, context: SynthContext) -> tuple[list[dict[str, str]], NumberedContext | None]:
         if self.mode == MODE_EVIDENCE:
-            numbered = number_facts(facts) if facts else number_context(context)
+            numbered = number_facts(context)
             return evidence_messages(question, numbered), numbered
         return answer_only_messages(question, context), None
 
-    @staticmethod
-    def _shrink(question: str, context: str, facts: tuple[Fact, ...], max_chars: int) -> tuple[str, tuple[Fact, ...]]:
-        """``(text, facts)`` cut to ``max_chars`` by the ``line`` compactor: the kept facts
-        rendered when there are facts, else the compacted text (and no facts)."""
-        if not facts:
-            return compact_lines(context, max_chars=max_chars, question=question, open_terms=()).text, ()
-        kept = _LINE_COMPACTOR(CompactionRequest.of_facts(question, facts, Budget(max_chars, "chars"))).kept_facts
-        return "\n".join(f.line for f in kept), kept
-
-    def fit(self, question: str, synth_context: str, facts: Sequence[Fact] = ()) -> tuple[str, tuple[Fact, ...], int]:
-        """``(context, facts, prompt_tokens)``: the synth context (and its facts) shrunk until
-        the prompt fits the reader's window with the output reserved; raises
-        :class:`PromptTooLongError` (built from the smallest prompt tried) when even an
-        empty context does not fit."""
+    def fit(self, question: str, context: SynthContext) -> tuple[SynthContext, int]:
+        """``(context, prompt_tokens)``: the synth context compacted again until the prompt fits
+        the reader's window with the output reserved; raises :class:`PromptTooLongError`
+        (built from the smallest prompt tried) when even an empty context does not fit."""
         out = self.client.max_tokens if self.max_tokens is None else self.max_tokens
         allowed = self.client.context_window - out
-        context, shown = synth_context, tuple(facts)
+        empty = context.with_facts((), context.layout)
         overhead: int | None = None
         for _ in range(_SHRINK_ROUNDS):
-            messages, _ = self._messages(question, context, shown)
-            tokens = self.client.count_prompt_tokens(messages)
+            tokens = self.client.count_prompt_tokens(self._messages(question, context)[0])
             if tokens <= allowed:
-                return context, shown, tokens
+                return context, tokens
             if overhead is None:
-                overhead = self.client.count_prompt_tokens(self._messages(question, "", ())[0])
+                overhead = self.client.count_prompt_tokens(self._messages(question, empty)[0])
             room = allowed - overhead
-            if room <= 0 or not context:
+            if room <= 0 or not context.facts:
                 break
-            target = int(len(context) * room / max(tokens - overhead, 1) * 0.9)
+            context_tokens = Budget(1, "tokens").measure(context.text)  # the unit's tokenizer, as compaction counts
+            target = int(context_tokens * room / max(tokens - overhead, 1) * 0.9)
             if target < 1:
-                context, shown = "", ()
+                context = empty
                 continue
-            context, shown = self._shrink(question, context, shown, min(target, len(context) - 1))
-        empty = overhead is not None and overhead > allowed
-        messages, _ = self._messages(question, "" if empty else context, () if empty else shown)
+            request = CompactionRequest.of_context(question, context, Budget(target, "tokens"))
+            context = self.compactor(request).context
+        shown = empty if overhead is not None and overhead > allowed else context
+        messages, _ = self._messages(question, shown)
         packet = ChatPacket("", {"model": self.client.model, "messages": messages},
                             self.client.count_prompt_tokens(messages))
         raise PromptTooLongError(packet, self.client.context_window, out)
@@ -689,27 +676,27 @@ class LLMSynthesizer:
                 return ""
             raise
 
-    def __call__(self, question: str, synth_context: str, facts: Sequence[Fact] = ()) -> ReaderAnswer:
+    def __call__(self, question: str, context: SynthContext) -> ReaderAnswer:
         tag = f"{self.reader}:{self.mode}"
         tokens: int | None = None
-        context = synth_context
+        given = context
         try:
             with request_deadline(self.client.timeout_s):
-                context, shown, tokens = self.fit(question, synth_context, facts)
-                common = dict(reader=self.reader, prompt_tokens=tokens, context_chars=len(context))
-                messages, numbered = self._messages(question, context, shown)
+                context, tokens = self.fit(question, context)
+                common = dict(reader=self.reader, prompt_tokens=tokens, context_chars=len(context.text))
+                messages, numbered = self._messages(question, context)
                 if numbered is not None:
                     outcome = ask_with_evidence(self._complete, question, numbered)
                     if outcome.malformed:
                         last = next((r.strip() for r in reversed(outcome.replies) if r.strip()), "")
                         return ReaderAnswer(text=last, method=f"{tag} (malformed reply)", **common)
-                    return ReaderAnswer(text=outcome.answer, cited_lines=numbered.cited_lines(outcome.evidence),
+                    return ReaderAnswer(text=outcome.answer, citations=numbered.cited(outcome.evidence),
                                         method=tag, **common)
                 return ReaderAnswer(text=parse_answer_only(self._complete(messages)), method=tag, **common)
         except LLMError as exc:
-            fallback = extractive_answer(question, facts)
+            fallback = extractive_answer(question, given.facts)
             return ReaderAnswer(
-                text=fallback.text, cited_lines=fallback.cited_lines,
+                text=fallback.text, citations=fallback.citations,
                 method=f"extractive (reader failed: {exc.kind})", reader=self.reader, error_kind=exc.kind,
-                error=" ".join(str(exc).split())[:300], prompt_tokens=tokens, context_chars=len(context),
+                error=" ".join(str(exc).split())[:300], prompt_tokens=tokens, context_chars=len(context.text),
             )

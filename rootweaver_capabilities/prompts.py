@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rootweaver_innovations.comparison import choice_options
-from rootweaver_innovations.context_format import is_header
+from rootweaver_innovations.context_format import SynthContext
 from rootweaver_innovations.multihop import Answer
 from rootweaver_innovations.records import Fact
 
@@ -32,7 +32,6 @@ __all__ = [
     "answer_only_messages",
     "ask_with_evidence",
     "evidence_messages",
-    "number_context",
     "number_facts",
     "parse_answer_only",
     "parse_evidence_reply",
@@ -78,41 +77,28 @@ class ReaderAnswer(Answer):
 
 @dataclass(frozen=True, slots=True)
 class NumberedContext:
-    """A synth context with its fact lines numbered from 1; ``lines[i - 1]`` is line ``i``."""
+    """A synth context's facts numbered from 1 as the reader sees them; ``facts[i - 1]`` is line ``i``."""
 
     text: str
-    lines: tuple[str, ...]
+    facts: tuple[Fact, ...]
 
-    def cited_lines(self, ids: Sequence[int]) -> tuple[str, ...]:
-        """The verbatim lines for ``ids`` in citation order; unknown ids and repeats skipped."""
+    def cited(self, ids: Sequence[int]) -> tuple[Fact, ...]:
+        """The facts for ``ids`` in citation order; unknown ids and repeats skipped."""
         seen: set[int] = set()
         out = []
         for i in ids:
-            if 1 <= i <= len(self.lines) and i not in seen:
+            if 1 <= i <= len(self.facts) and i not in seen:
                 seen.add(i)
-                out.append(self.lines[i - 1])
+                out.append(self.facts[i - 1])
         return tuple(out)
 
 
-def number_facts(facts: Sequence[Fact]) -> NumberedContext:
-    """The facts' lines numbered from 1, one per line (``N: <title> | <sentence>``), facts
-    with a blank sentence left out: the reader's view of a synth context it has the records
-    of, rendered from them (no text is parsed)."""
-    lines = tuple(f.line for f in facts if f.body)
-    return NumberedContext("\n".join(f"{i}: {line}" for i, line in enumerate(lines, start=1)), lines)
-
-
-def number_context(synth_context: str) -> NumberedContext:
-    """Prefix each fact line of a context given only as text with ``N: ``; headers and
-    blank lines are kept unnumbered. Contexts the loop rendered go through :func:`number_facts`."""
-    rendered, lines = [], []
-    for line in synth_context.split("\n"):
-        if line.strip() and not is_header(line):
-            lines.append(line)
-            rendered.append(f"{len(lines)}: {line}")
-        else:
-            rendered.append(line)
-    return NumberedContext("\n".join(rendered), tuple(lines))
+def number_facts(context: SynthContext) -> NumberedContext:
+    """The context's fact lines numbered from 1, one per line (``N: <title> | <sentence>``),
+    facts with a blank sentence left out and no hop headers: evidence mode's view of the
+    synth context, rendered from its facts."""
+    facts = tuple(f for f in context.facts if f.body)
+    return NumberedContext("\n".join(f"{i}: {f.line}" for i, f in enumerate(facts, start=1)), facts)
 
 
 def _ask(question: str) -> str:
@@ -123,10 +109,11 @@ def _ask(question: str) -> str:
     return f"Question: {question}{hint}"
 
 
-def answer_only_messages(question: str, context: str) -> list[dict[str, str]]:
+def answer_only_messages(question: str, context: SynthContext) -> list[dict[str, str]]:
+    """Answer mode's prompt: the synth context's text as rendered (hop headers included)."""
     return [
         {"role": "system", "content": ANSWER_SYSTEM},
-        {"role": "user", "content": f"Context:\n{context}\n\n{_ask(question)}\nAnswer:"},
+        {"role": "user", "content": f"Context:\n{context.text}\n\n{_ask(question)}\nAnswer:"},
     ]
 
 

@@ -4,21 +4,16 @@ The names below are the supported surface; the packer lives in
 :mod:`rootweaver_innovations.packing`, diagnostics in :mod:`rootweaver_innovations.diagnostics`.
 """
 
-from .compaction import (
-    STOP_WORDS,
-    CompactionRequest,
-    CompactionResult,
-    DroppedLine,
-    KeptLine,
-    compact_lines,
-    reasoning_key_terms,
-)
+from .answer_rules import register_answer_rule
+from .budget import Budget
+from .compaction import CompactionRequest, CompactionResult, DroppedFact
+from .context_format import SynthContext
 from .corpus import CorpusError, Passage, QARow, load_corpus_jsonl, load_qa_rows
 from .extractive import extractive_answer
 from .multihop import Answer, Hop, MultiHopRAG, MultiHopResult, RuleDecomposer
-from .packing import Budget
 from .records import Fact, facts_from_passages
 from .retrieval import BM25Retriever, DenseRetriever, HybridRetriever, Retriever, ScoredPassage
+from .text import STOP_WORDS, reasoning_key_terms
 from .strategies import DEFAULT_STRATEGY, Compactor, make_compactor, register_strategy, strategy_names
 
 __all__ = [
@@ -32,11 +27,10 @@ __all__ = [
     "Compactor",
     "CorpusError",
     "DenseRetriever",
-    "DroppedLine",
+    "DroppedFact",
     "Fact",
     "Hop",
     "HybridRetriever",
-    "KeptLine",
     "MultiHopRAG",
     "MultiHopResult",
     "Passage",
@@ -44,13 +38,14 @@ __all__ = [
     "Retriever",
     "RuleDecomposer",
     "ScoredPassage",
-    "compact_lines",
+    "SynthContext",
     "extractive_answer",
     "facts_from_passages",
     "load_corpus_jsonl",
     "load_qa_rows",
     "make_compactor",
     "reasoning_key_terms",
+    "register_answer_rule",
     "register_strategy",
     "strategy_names",
 ]

@@ -1,95 +1,61 @@
-"""Extractive line compactor for the synthesis context, and the shared key-term extractor.
+"""What a compactor is given and returns, and the deterministic line compactor.
 
-Pure: no I/O, no model, no clock. ``reasoning_key_terms`` is the single term extractor
-used both here and by ``MultiHopRAG``'s answerability check, so the two can never
-disagree about which words matter.
+Pure: no I/O, no model, no clock. A compactor takes a :class:`CompactionRequest` (the
+question, the full context as a :class:`~rootweaver_innovations.context_format.SynthContext`,
+the open terms, a budget) and returns a :class:`CompactionResult`: the kept facts as a
+synth context, and every fact left out with its reason.
 
-Budget contract of :func:`compact_lines`: ``max_chars`` counts every character of the
-returned text, the ``"\\n"`` separators included, and is absolute. A line that does not
-fit is skipped whole (never truncated) and smaller lines after it are still tried. Kept
-lines come out in their original order; a hop header (``"From query: ..."``) is emitted
-only together with at least one of its kept facts and its characters count too.
+:class:`LineCompactor` (strategy ``line``, ADR-077) ranks facts, never text. Budget
+contract: the budget counts every character (or reader token) of the rendered synth
+context, newlines and hop headers included, and is absolute. A fact that does not fit is
+skipped whole (never truncated) and smaller ones after it are still tried. Kept facts keep
+their context order; a hop header is shown only with at least one of its kept facts, and
+its size counts too.
 """
 
 from __future__ import annotations
 
-import functools
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from operator import itemgetter
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-from .context_format import HOP_HEADER_PREFIX, ContextLayout, render_context
+from .budget import Budget
+from .context_format import SynthContext, format_header
 from .records import Fact
-
-if TYPE_CHECKING:
-    from .packing.budget import Budget
+from .text import reasoning_key_terms
 
 __all__ = [
-    "HOP_HEADER_PREFIX",
-    "STOP_WORDS",
+    "REASONS",
     "CompactionRequest",
     "CompactionResult",
+    "DroppedFact",
     "DroppedLine",
-    "KeptLine",
+    "LineCompactor",
     "LineRanking",
-    "compact_lines",
-    "fit_lines",
-    "rank_lines",
-    "reasoning_key_terms",
+    "fit_facts",
+    "rank_facts",
 ]
 
-STOP_WORDS: frozenset[str] = frozenset(
-    """
-    a about above after again against all also among an and any are aren't as at be
-    because been before being below between both but by can cannot could couldn't did
-    didn't do does doesn't doing don't down during each either else ever every few for
-    from further had hadn't has hasn't have haven't having he her here hers herself him
-    himself his how however i if in into is isn't it it's its itself just least less let
-    like many may me might more most much must mustn't my myself neither never no nor not
-    now of off often on once only or other others otherwise our ours ourselves out over
-    own per perhaps rather same shall she should shouldn't since so some such than that
-    that's the their theirs them themselves then there there's these they this those
-    though through thus to too under until up upon us very was wasn't we were weren't
-    what what's when where whether which while who who's whom whose why will with within
-    without won't would wouldn't yet you your yours yourself yourselves
-    """.split()
-)
-
 # Reasons a line can be left out of the synthesis context.
-REASON_BUDGET = "budget"  # did not fit in what was left of max_chars
-REASON_BLANK = "blank"  # empty or whitespace-only line
+REASON_BUDGET = "budget"  # did not fit in what was left of the budget
+REASON_BLANK = "blank"  # empty or whitespace-only line (the blank line between hop blocks)
 REASON_DUPLICATE = "duplicate_text"  # same text as a line already considered
 REASON_ORPHAN_HEADER = "header_without_kept_facts"  # hop header whose facts all dropped
 REASON_HOP_HEADER = "hop_header"  # a packer's synth context carries facts only, no hop headers
+REASONS = (REASON_BUDGET, REASON_BLANK, REASON_DUPLICATE, REASON_ORPHAN_HEADER, REASON_HOP_HEADER)
 
 
-def reasoning_key_terms(text: str) -> list[str]:
-    """Return the key terms of ``text`` in order of appearance, duplicates kept.
+class DroppedFact(NamedTuple):
+    """A fact left out of the synth context: its index in the request's facts, and why."""
 
-    A key term is a token of ``text.lower().split()`` (whitespace split, punctuation NOT
-    stripped) that is longer than 3 characters and not in :data:`STOP_WORDS`.
-    """
-    return [t for t in text.lower().split() if len(t) > 3 and t not in STOP_WORDS]
-
-
-class KeptLine(NamedTuple):
-    """A line of the input kept in the output (an immutable tuple: cheap to build per line).
-
-    ``position`` is its 0-based line index in the input; ``band`` is the priority band
-    that admitted it (0 open sub-query term, 1 latest hop block, 2 the rest) or, for a hop
-    header, the band of the best fact it was emitted with.
-    """
-
-    position: int
-    text: str
-    band: int
+    index: int
+    fact: Fact
+    reason: str
 
 
 class DroppedLine(NamedTuple):
-    """A line of the input left out, and why (one of the ``REASON_*`` values)."""
+    """A line of the rendered full context left out, and why (for output only)."""
 
     position: int
     text: str
@@ -100,119 +66,126 @@ class DroppedLine(NamedTuple):
 class CompactionRequest:
     """What a compactor is given once the loop has stopped.
 
-    ``facts`` are the trajectory's facts in loop order (hop, then rank, then sentence);
-    ``hop_queries[h]`` is the sub-query of hop ``h`` (every ``fact.hop`` indexes it);
+    ``context`` is the full context (the trajectory's facts in loop order, hop then rank then
+    sentence, and the hop queries; layout ``"full"``, or ``"facts"`` for facts without hops);
     ``open_terms`` the key terms of sub-queries still open; ``budget`` the hard limit on the
-    synth context in chars or reader tokens. The full context these describe is
-    :attr:`layout`.
+    synth context in chars or reader tokens.
     """
 
     question: str
-    facts: tuple[Fact, ...]
-    hop_queries: tuple[str, ...]
+    context: SynthContext
     open_terms: tuple[str, ...]
     budget: Budget
 
-    @classmethod
-    def of_facts(cls, question: str, facts: Sequence[Fact], budget: Budget) -> CompactionRequest:
-        """A request over facts without their loop (a reader cutting its own prompt): each
-        hop's query is the ``sub_query`` its facts carry, ``""`` for a hop none of them has;
-        no open terms."""
-        hop_queries = [""] * (max((f.hop for f in facts), default=-1) + 1)
-        for f in facts:
-            hop_queries[f.hop] = hop_queries[f.hop] or f.sub_query
-        return cls(question, tuple(facts), tuple(hop_queries), (), budget)
+    @property
+    def facts(self) -> tuple[Fact, ...]:
+        return self.context.facts
 
-    @functools.cached_property
-    def layout(self) -> ContextLayout:
-        """:func:`~rootweaver_innovations.context_format.render_context` of facts and hop
-        queries, rendered on first use and kept (the input cap and the compactor share it);
-        ``ValueError`` if a fact's hop is not an index of ``hop_queries``."""
-        return render_context(self.facts, self.hop_queries)
+    @property
+    def hop_queries(self) -> tuple[str, ...]:
+        return self.context.hop_queries
+
+    @classmethod
+    def of_context(cls, question: str, context: SynthContext, budget: Budget) -> CompactionRequest:
+        """A request to compact a synth context further (a reader fitting its window): its
+        facts in the full layout (``"facts"`` stays ``"facts"``), no open terms."""
+        layout = "facts" if context.layout == "facts" else "full"
+        return cls(question, context.with_facts(context.facts, layout), (), budget)
 
 
 @dataclass(frozen=True, slots=True)
 class CompactionResult:
     """What a compactor kept and what it left out.
 
-    ``text`` is the compacted context; ``kept`` and ``dropped`` together account for
-    every line of the full context exactly once (positions are its 0-based line indices).
-    ``kept_facts`` are the facts behind the kept lines, in context order. ``limit`` and
-    ``unit`` (``"chars"`` or ``"tokens"``) are the budget and ``used`` the text's real size
-    in that unit. ``strategy`` names the compactor that produced it.
+    ``context`` is the synth context (the kept facts, in context order); ``dropped`` every
+    other fact of ``source`` (the full context compacted) with its reason, in loop order.
+    ``budget`` is the limit and ``used`` the rendered context's real size in its unit;
+    ``strategy`` names the compactor.
     """
 
-    text: str
-    kept: tuple[KeptLine, ...]
-    dropped: tuple[DroppedLine, ...]
-    limit: int
-    input_chars: int
-    strategy: str = "line"
-    unit: str = "chars"
-    used: int = 0
-    kept_facts: tuple[Fact, ...] = ()
+    context: SynthContext
+    dropped: tuple[DroppedFact, ...]
+    source: SynthContext
+    budget: Budget
+    used: int
+    strategy: str
 
     @property
-    def output_chars(self) -> int:
-        return len(self.text)
+    def kept_facts(self) -> tuple[Fact, ...]:
+        return self.context.facts
+
+    @property
+    def text(self) -> str:
+        return self.context.text
+
+    def dropped_lines(self) -> tuple[DroppedLine, ...]:
+        """Every line of the rendered full context not in the synth context, by position:
+        the dropped facts, the blank separators, and the hop headers not shown (``hop_header``
+        when the synth context shows none, else ``header_without_kept_facts``)."""
+        full = self.source.rendering
+        shown = self.context.rendering.header_lines
+        header_reason = REASON_HOP_HEADER if self.context.layout == "facts" else REASON_ORPHAN_HEADER
+        out = [DroppedLine(full.fact_lines[d.index], d.fact.line, d.reason) for d in self.dropped]
+        out += [DroppedLine(i, "", REASON_BLANK) for i in full.blank_lines]
+        out += [DroppedLine(line, format_header(q), header_reason)
+                for q, line, kept in zip(self.source.hop_queries, full.header_lines, shown) if line >= 0 and kept < 0]
+        return tuple(sorted(out))
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class LineRanking:
-    """What :func:`compact_lines` decides before it looks at the budget (see :func:`rank_lines`).
+    """What the line compactor decides before it looks at the budget (see :func:`rank_facts`).
 
-    ``lines`` are the context's lines; ``headers`` the positions of hop headers;
-    ``header_of[i]`` the position of the header governing line ``i`` (-1 if none);
-    ``skipped`` the blank and duplicate lines, dropped whatever the budget; ``ranked`` the
-    remaining fact lines as ``(band, -overlap, position)``, best first; ``input_chars`` the
-    context's length.
+    ``ranked`` are ``(band, -overlap, position, index)`` of the facts to consider, best first
+    (``position`` the fact's line in the full context, ``index`` its place in the request);
+    ``skipped`` the duplicates, dropped whatever the budget; ``header_cost[h]`` what showing
+    hop ``h``'s header adds in chars (0 in the ``"facts"`` layout).
     """
 
-    lines: tuple[str, ...]
-    headers: tuple[int, ...]
-    header_of: tuple[int, ...]
-    skipped: tuple[DroppedLine, ...]
-    ranked: tuple[tuple[int, int, int], ...]
-    input_chars: int
+    request: CompactionRequest
+    ranked: tuple[tuple[int, int, int, int], ...]
+    skipped: tuple[DroppedFact, ...]
+    header_cost: tuple[int, ...]
 
 
-def rank_lines(context: str, *, question: str = "", open_terms: Iterable[str] = ()) -> LineRanking:
-    """Split ``context`` into lines and rank its fact lines (the bands of :func:`compact_lines`).
+def rank_facts(request: CompactionRequest) -> LineRanking:
+    """Rank the request's facts into the line compactor's bands.
 
-    A line's hits are the key terms of ``question`` and the lowercased ``open_terms`` that
-    are whitespace-separated tokens of the lowercased line.
+    Band 0: the fact's line holds an open term (``request.open_terms``, lowercased) as a
+    whitespace-separated token; band 1: the fact is in the latest hop (every fact, when the
+    context has no hop headers); band 2: the rest. Within a band, lines holding more key terms
+    of the question come first, then earlier lines. A line equal to an earlier one is skipped
+    (``duplicate_text``).
     """
-    lines = context.split("\n")
-    open_set = frozenset(t.lower() for t in open_terms)
-    query_set = frozenset(reasoning_key_terms(question))
-
-    headers: list[int] = []
-    header_of: list[int] = []
-    skipped: list[DroppedLine] = []
-    facts: list[int] = []
+    context = request.context
+    headed = context.layout != "facts"
+    positions = context.rendering.fact_lines
+    latest = len(context.hop_queries) - 1
+    open_set = frozenset(t.lower() for t in request.open_terms)
+    query_set = frozenset(reasoning_key_terms(request.question))
+    skipped: list[DroppedFact] = []
+    candidates: list[int] = []
     seen_text: set[str] = set()
-    current = -1
-    for i, line in enumerate(lines):
-        if line.startswith(HOP_HEADER_PREFIX):
-            current = i
-            headers.append(i)
-        elif not line or line.isspace():
-            skipped.append(DroppedLine(i, line, REASON_BLANK))
-        elif line in seen_text:
-            skipped.append(DroppedLine(i, line, REASON_DUPLICATE))
+    for i in sorted(range(len(context.facts)), key=positions.__getitem__):
+        fact = context.facts[i]
+        if fact.line in seen_text:
+            skipped.append(DroppedFact(i, fact, REASON_DUPLICATE))
         else:
-            seen_text.add(line)
-            facts.append(i)
-        header_of.append(current)
-    latest = current
-    hits = _token_hits([lines[i] for i in facts], open_set | query_set)
-    ranked = [(1 if i >= latest else 2, 0, i) for k, i in enumerate(facts) if k not in hits]
-    for k, found in hits.items():
-        i = facts[k]
-        band = 0 if not found.isdisjoint(open_set) else 1 if i >= latest else 2
-        ranked.append((band, -len(query_set.intersection(found)), i))
+            seen_text.add(fact.line)
+            candidates.append(i)
+    hits = _token_hits([context.facts[i].line for i in candidates], open_set | query_set)
+    ranked = []
+    for k, i in enumerate(candidates):
+        in_latest = not headed or context.facts[i].hop == latest
+        found = hits.get(k)
+        if found is None:
+            ranked.append((1 if in_latest else 2, 0, positions[i], i))
+        else:
+            band = 0 if not found.isdisjoint(open_set) else 1 if in_latest else 2
+            ranked.append((band, -len(query_set.intersection(found)), positions[i], i))
     ranked.sort()
-    return LineRanking(tuple(lines), tuple(headers), tuple(header_of), tuple(skipped), tuple(ranked), len(context))
+    header_cost = tuple(len(format_header(q)) + 1 if headed else 0 for q in context.hop_queries)
+    return LineRanking(request, tuple(ranked), tuple(skipped), header_cost)
 
 
 def _token_hits(lines: list[str], terms: frozenset[str]) -> dict[int, set[str]]:
@@ -247,60 +220,62 @@ def _token_hits(lines: list[str], terms: frozenset[str]) -> dict[int, set[str]]:
     return hits
 
 
-_position = itemgetter(0)
-
-
-def fit_lines(ranking: LineRanking, max_chars: int) -> CompactionResult:
-    """Keep ranked lines best first while they fit in ``max_chars`` (the budget contract of
-    :func:`compact_lines`); ``ValueError`` if ``max_chars < 1``."""
+def fit_facts(ranking: LineRanking, max_chars: int) -> tuple[tuple[int, ...], tuple[DroppedFact, ...]]:
+    """``(kept, dropped)``: fact indices kept best first while they fit in ``max_chars`` (the
+    budget contract above; kept in context order), and the facts left out, in loop order.
+    ``ValueError`` if ``max_chars < 1``."""
     if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
         raise ValueError(f"max_chars must be a positive int, got {max_chars!r}")
-    lines, header_of = ranking.lines, ranking.header_of
+    facts = ranking.request.facts
     dropped = list(ranking.skipped)
     used = 0  # chars of emitted lines plus one separator per line after the first
-    kept_band: dict[int, int] = {}
-    for band, _neg_overlap, i in ranking.ranked:
-        line = lines[i]
-        header = header_of[i]
-        cost = len(line) + (1 if used else 0)
-        add_header = header >= 0 and header not in kept_band
-        if add_header:
-            cost += len(lines[header]) + 1
+    kept: list[tuple[int, int]] = []
+    shown: set[int] = set()
+    for _band, _neg_overlap, position, i in ranking.ranked:
+        fact = facts[i]
+        cost = len(fact.line) + (1 if used else 0)
+        add_header = fact.hop not in shown
+        if add_header and ranking.header_cost:
+            cost += ranking.header_cost[fact.hop]
         if used + cost > max_chars:
-            dropped.append(DroppedLine(i, line, REASON_BUDGET))
+            dropped.append(DroppedFact(i, fact, REASON_BUDGET))
             continue
         used += cost
-        kept_band[i] = band
-        if add_header:
-            kept_band[header] = band
-    dropped.extend(DroppedLine(h, lines[h], REASON_ORPHAN_HEADER) for h in ranking.headers if h not in kept_band)
-
-    order = sorted(kept_band)
-    kept = tuple(KeptLine(i, lines[i], kept_band[i]) for i in order)
-    text = "\n".join([lines[i] for i in order])
-    return CompactionResult(
-        text=text,
-        kept=kept,
-        dropped=tuple(sorted(dropped, key=_position)),  # positions are distinct
-        limit=max_chars,
-        input_chars=ranking.input_chars,
-        used=len(text),
-    )
+        kept.append((position, i))
+        shown.add(fact.hop)
+    kept.sort()
+    return tuple(i for _, i in kept), tuple(sorted(dropped))
 
 
-def compact_lines(
-    context: str,
-    *,
-    max_chars: int,
-    question: str = "",
-    open_terms: Iterable[str] = (),
-) -> CompactionResult:
-    """Keep the most useful lines of ``context`` within ``max_chars`` characters.
+@dataclass(frozen=True, slots=True)
+class LineCompactor:
+    """The deterministic line compactor (strategy ``line``): :func:`rank_facts` once, then
+    :func:`fit_facts` to the budget.
 
-    Bands: 0 = the line holds a key term of a still-open sub-query (``open_terms``);
-    1 = the line sits in the latest hop block (at or after the last hop header; the whole
-    text when there is none); 2 = the rest. Within a band, lines with more key terms of
-    ``question`` come first, then earlier lines. Raises ``ValueError`` if
-    ``max_chars < 1`` (:func:`fit_lines` checks it). Equal to ``fit_lines(rank_lines(...), max_chars)``.
+    A char budget is used as is; for a token budget the largest char limit whose rendered
+    output fits in the tokens is found by bisection (the output only grows with the limit).
     """
-    return fit_lines(rank_lines(context, question=question, open_terms=open_terms), max_chars)
+
+    def __call__(self, request: CompactionRequest) -> CompactionResult:
+        budget = request.budget
+        ranking = rank_facts(request)
+        layout = "facts" if request.context.layout == "facts" else "headed"
+
+        def run(max_chars: int) -> tuple[SynthContext, tuple[DroppedFact, ...]]:
+            kept, dropped = fit_facts(ranking, max_chars)
+            return request.context.with_facts([request.facts[i] for i in kept], layout), dropped
+
+        if budget.unit == "chars":
+            context, dropped = run(budget.limit)
+        else:
+            lo, hi, best = 1, max(1, len(request.context.text)), None
+            while lo <= hi:
+                mid = (lo + hi) // 2
+                attempt = run(mid)
+                if budget.measure(attempt[0].text) <= budget.limit:
+                    best, lo = attempt, mid + 1
+                else:
+                    hi = mid - 1
+            context, dropped = best if best is not None else run(1)
+        return CompactionResult(context, dropped, request.context, budget, budget.measure(context.text), "line")
+

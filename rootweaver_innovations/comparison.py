@@ -6,7 +6,7 @@ guessed by a small reader.
 option whose year is earlier (or later). The 1.5B reader, shown both dates, got none of
 the three such questions in an 80-question even-row sample right, so :func:`compare_dates`
 reads the two years from the facts and compares them; :func:`date_comparison_answer` is
-that comparison as the loop's answer rule (``MultiHopRAG.answer_rule``): it sees every fact
+that comparison as an answer rule (registered as ``date_comparison``): it sees every fact
 the loop read, not only the compacted synth context, and a question it cannot settle goes
 to the reader.
 
@@ -26,9 +26,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .hops import comparison_entities, entity_spans, title_keys
+from .hops import comparison_entities, title_keys
 from .multihop import Answer
 from .records import Fact
+from .text import MONTH_PATTERN, entity_spans
 
 __all__ = ["COMPARISON_METHOD", "DateComparison", "choice_options", "compare_dates", "date_comparison_answer"]
 
@@ -39,10 +40,9 @@ _LATE = re.compile(r"\b(?:later|latest|last|younger|youngest|newer|newest|more r
                    re.IGNORECASE)
 _DEATH = re.compile(r"\b(?:died|die|death|passed away)\b", re.IGNORECASE)
 _BIRTH = re.compile(r"\b(?:born|birth|older|oldest|younger|youngest)\b", re.IGNORECASE)
-_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 # a year also when run into a word or into the next date's day: "(April 28, 1926February 19,
 # 2016)", "( 21 February 188524 July 1957)" (the dash lost in extraction)
-_YEAR = re.compile(rf"(?<!\d)(1[0-9]{{3}}|20[0-9]{{2}})(?=\d{{1,2}} (?:{_MONTHS})\b|\D|$)")
+_YEAR = re.compile(rf"(?<!\d)(1[0-9]{{3}}|20[0-9]{{2}})(?=\d{{1,2}} (?:{MONTH_PATTERN})\b|\D|$)")
 _DIRECTOR = re.compile(r"\bwhose director\b|\b(?:has|with) the director\b", re.IGNORECASE)
 _RELATION = re.compile(r"\bwhose\b|\b(?:has|with) the \w+ (?:who|that)\b", re.IGNORECASE)  # another entity's date
 _DIRECTED_BY = re.compile(r"\bdirected by\s+")
@@ -157,11 +157,11 @@ def compare_dates(question: str, facts: Sequence[Fact]) -> DateComparison | None
 
 
 def date_comparison_answer(question: str, facts: Sequence[Fact]) -> Answer | None:
-    """An answer rule for ``MultiHopRAG.answer_rule``: :func:`compare_dates` over the
+    """The answer rule ``date_comparison``: :func:`compare_dates` over the
     trajectory's ``facts`` as an :class:`Answer` (method :data:`COMPARISON_METHOD` with the
     two years, citing the facts behind them), or ``None`` so that the reader answers."""
     found = compare_dates(question, facts)
     if found is None:
         return None
-    return Answer(text=found.answer, cited_lines=tuple(f.line for f in found.facts),
+    return Answer(text=found.answer, citations=tuple(found.facts),
                   method=f"{COMPARISON_METHOD} ({found.years[0]} vs {found.years[1]})")

@@ -6,10 +6,10 @@ packer already uses, so no second model), then cuts from it the span the questio
 for: a date or year for *when* questions, a number for *how many/much/long/old*, one of
 the named options for *A or B* questions, else the first capitalised name the question does
 not already contain, a one-word sentence opener such as "According" only when no other fits
-(names and options come from the loop's own :func:`~rootweaver_innovations.hops.entity_spans`
-and :func:`~rootweaver_innovations.hops.comparison_entities`). With no such span the whole
-sentence is the answer. The cited line is always the sentence's context line, so a reader of
-the output can check the span.
+(names and options come from :func:`~rootweaver_innovations.text.entity_spans` and the loop's
+own :func:`~rootweaver_innovations.hops.comparison_entities`). With no such span the whole
+sentence is the answer. The sentence's fact is always cited, so a reader of the output can
+check the span.
 """
 
 from __future__ import annotations
@@ -19,18 +19,20 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .hops import comparison_entities, entity_spans
+from .context_format import SynthContext
+from .hops import comparison_entities
 from .multihop import Answer
 from .packing import Budget, fact_candidates, packing_problem
 from .packing.evidence import answer_likelihood
 from .records import Fact
+from .text import MONTH_PATTERN, entity_spans
 
 __all__ = ["EXTRACTIVE_METHOD", "answer_span", "extractive_answer", "extractive_synthesizer"]
 
 EXTRACTIVE_METHOD = "extractive (no LLM): evidence-model sentence and span"
 _SCORING_BUDGET = Budget(10_000, "tokens")  # only for the model's cost feature; nothing is packed
 
-_MONTH = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_MONTH = f"(?:{MONTH_PATTERN})"
 _DATE = re.compile(rf"\b(?:\d{{1,2}} {_MONTH},? \d{{4}}|{_MONTH} \d{{1,2}},? \d{{4}}|{_MONTH} \d{{4}}|1[0-9]{{3}}|20[0-9]{{2}})\b")
 _NUMBER = re.compile(r"\b\d[\d,.]*(?:\s+(?:million|billion|thousand|hundred))?(?:\s+[a-z]+)?")
 
@@ -60,17 +62,17 @@ def extractive_answer(question: str, facts: Sequence[Fact]) -> Answer:
     """Answer ``question`` from ``facts`` (the synth context's) without a language model.
 
     Deterministic; empty ``facts`` give an empty answer. ``text`` is the span (or the
-    sentence), ``cited_lines`` the chosen fact's context line.
+    sentence); the chosen fact is the one citation.
     """
     cands = fact_candidates(question, facts)
     if not cands:
-        return Answer(text="", cited_lines=(), method=EXTRACTIVE_METHOD)
+        return Answer(text="", citations=(), method=EXTRACTIVE_METHOD)
     p = answer_likelihood(packing_problem(cands, question, _SCORING_BUDGET))
     fact = [f for f in facts if f.sentence.strip()][int(np.argmax(p))]
     span = answer_span(question, fact.sentence)
-    return Answer(text=span or fact.body, cited_lines=(fact.line,), method=EXTRACTIVE_METHOD)
+    return Answer(text=span or fact.body, citations=(fact,), method=EXTRACTIVE_METHOD)
 
 
-def extractive_synthesizer(question: str, synth_context: str, facts: Sequence[Fact]) -> Answer:
-    """:func:`extractive_answer` as a ``Synthesizer`` (it reads the facts, not the text)."""
-    return extractive_answer(question, facts)
+def extractive_synthesizer(question: str, context: SynthContext) -> Answer:
+    """:func:`extractive_answer` as a ``Synthesizer`` (it reads the synth context's facts)."""
+    return extractive_answer(question, context.facts)

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .compaction import STOP_WORDS
 from .corpus import Passage
-from .retrieval import Retriever, bm25_tokenize
+from .retrieval import Retriever
+from .text import LEADING_WORDS, STOP_WORDS, WORD, bm25_tokenize, entity_spans
 
 __all__ = [
     "POLICY_FILE",
@@ -63,39 +63,8 @@ REASON_TITLE_LINK = "title linked from hop 1"
 REASON_SPAN = "entity in hop 1"
 REASON_FILL = "question, next best passages"
 
-_TOKEN = re.compile(r"\w+")
 _PAREN = re.compile(r"\s*\([^)]*\)")
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
-_CAP_SPAN = re.compile(
-    r"(?:[A-Z][\w'’.\-]*|\d[\w\-]*)(?:\s+(?:(?:of|the|de|and|von|van|del|la|le|du|da)\s+)*"
-    r"(?:[A-Z][\w'’.\-]*|\d[\w\-]*))*"
-)
-_LEADING = frozenset("The A An In On At He She It They His Her Its This That These Those".split())
-_MONTHS = frozenset(
-    "january february march april may june july august september october november december".split()
-)
-
-
-def entity_spans(text: str, skip_initial: bool = True) -> list[str]:
-    """Capitalised spans (proper-noun-like), a leading article stripped.
-
-    Skipped: spans starting with a digit or a month name, one-word spans shorter than
-    3 chars, and (with ``skip_initial``) one-word spans opening ``text``, which are
-    capitalised anyway.
-    """
-    spans = []
-    for m in _CAP_SPAN.finditer(text):
-        words = m.group(0).rstrip(".").split()
-        while words and words[0] in _LEADING:
-            words = words[1:]
-        if not words or words[0][0].isdigit() or words[0].lower() in _MONTHS:
-            continue
-        if len(words) == 1 and (len(words[0]) < 3 or (skip_initial and not text[: m.start()].strip())):
-            continue
-        spans.append(" ".join(words))
-    return spans
-
-
 def comparison_entities(question: str) -> tuple[str, str] | None:
     """The two compared entities of "..., X or Y?" / "Are X and Y ...?" questions, else ``None``."""
     question = " ".join(question.split())
@@ -115,7 +84,7 @@ def comparison_entities(question: str) -> tuple[str, str] | None:
 
 
 def _key(text: str) -> str:
-    return " ".join(_TOKEN.findall(text.lower()))
+    return " ".join(WORD.findall(text.lower()))
 
 
 def title_keys(title: str) -> tuple[str, ...]:
@@ -145,7 +114,7 @@ def _inside_longer_name(text: str, words: Sequence[re.Match], start: int, end: i
             _capital(text, words[end].start()):
         return True
     if start > 0 and not text[words[start - 1].end() : words[start].start()].strip() and \
-            _capital(text, words[start - 1].start()) and words[start - 1].group(0) not in _LEADING:
+            _capital(text, words[start - 1].start()) and words[start - 1].group(0) not in LEADING_WORDS:
         return True
     return False
 
@@ -189,7 +158,7 @@ class TitleIndex:
         With ``proper_only`` a match must start with a capital letter or a digit in ``text``
         (running prose); questions are matched without it (they are often lower-cased).
         """
-        words = list(_TOKEN.finditer(text))
+        words = list(WORD.finditer(text))
         tokens = [w.group(0).lower() for w in words]
         found: dict[str, Mention] = {}
         i = 0

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .compaction import CompactionRequest, CompactionResult, reasoning_key_terms
-from .context_format import fold_whitespace, render_context
+from .budget import Budget
+from .compaction import CompactionRequest, CompactionResult
+from .context_format import SynthContext
 from .corpus import Passage
 from .hops import (
     REASON_FILL,
@@ -26,10 +27,10 @@ from .hops import (
     load_hop_policy,
     plan_bridges,
 )
-from .packing.budget import Budget
 from .records import Fact, facts_from_passages
 from .retrieval import Retriever
 from .strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, Compactor, make_compactor
+from .text import fold_whitespace, reasoning_key_terms
 
 __all__ = [
     "Answer",
@@ -65,26 +66,26 @@ class Decomposer(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """A synthesised answer, the context lines it cites, and how it was produced."""
+    """A synthesised answer, the facts it cites (in citation order), and how it was produced."""
 
     text: str
-    cited_lines: tuple[str, ...] = ()
+    citations: tuple[Fact, ...] = ()
     method: str = "extractive"
 
 
 class AnswerRule(Protocol):
     """An answer computed from all the facts the loop read (the trajectory's, not only the
     synth context's), with no reader and no prompt; ``None`` when it does not settle the
-    question, and the synthesizer answers."""
+    question, and the next rule (then the synthesizer) answers."""
 
     def __call__(self, question: str, facts: Sequence[Fact]) -> Answer | None: ...
 
 
 class Synthesizer(Protocol):
-    """Answers ``question`` from the synth context: its text (what a reader model is shown)
-    and the facts behind its lines (records, for readers that score sentences)."""
+    """Answers ``question`` from the synth context, exactly as it will be shown to a reader
+    (its facts, and the text rendered from them)."""
 
-    def __call__(self, question: str, synth_context: str, facts: Sequence[Fact]) -> Answer: ...
+    def __call__(self, question: str, context: SynthContext) -> Answer: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +101,9 @@ class Hop:
 class MultiHopResult:
     """Everything one ``multi_hop_search`` decided and produced.
 
-    ``synth_context`` is what synthesis sees; ``compaction`` is ``None`` when compaction
-    was off (then ``synth_context == full_context``).
+    ``full`` is the trajectory context (every fact, every hop); ``synth`` what synthesis
+    sees: the compacted context, or ``full`` itself when compaction was off
+    (``compaction is None``). Their texts are rendered once, on first use.
     """
 
     question: str
@@ -109,16 +111,31 @@ class MultiHopResult:
     stop_reason: str
     sub_queries: tuple[str, ...]  # the final decomposition
     open_terms: tuple[str, ...]
-    full_context: str
-    synth_context: str
-    facts: tuple[Fact, ...]
+    full: SynthContext
     compaction: CompactionResult | None
     answer: Answer | None = None
 
     @property
+    def synth(self) -> SynthContext:
+        return self.compaction.context if self.compaction is not None else self.full
+
+    @property
+    def facts(self) -> tuple[Fact, ...]:
+        """Every fact of the trajectory, in loop order."""
+        return self.full.facts
+
+    @property
     def synth_facts(self) -> tuple[Fact, ...]:
         """The facts behind the synth context's lines, in context order (all facts when off)."""
-        return self.compaction.kept_facts if self.compaction is not None else self.facts
+        return self.synth.facts
+
+    @property
+    def full_context(self) -> str:
+        return self.full.text
+
+    @property
+    def synth_context(self) -> str:
+        return self.synth.text
 
     @property
     def hop_count(self) -> int:
@@ -139,8 +156,7 @@ class MultiHopResult:
     def compaction_request(self, budget: Budget) -> CompactionRequest:
         """What a compactor is handed for this trajectory under ``budget`` (the loop's own
         request; an eval compacting a stored result the way the product would uses it too)."""
-        return CompactionRequest(self.question, self.facts, tuple(h.sub_query for h in self.hops),
-                                 self.open_terms, budget)
+        return CompactionRequest(self.question, self.full, self.open_terms, budget)
 
 
 def _fact_tokens(facts: Sequence[Fact]) -> set[str]:
@@ -239,15 +255,15 @@ class MultiHopRAG:
     < 1``, a threshold outside (0, 1], a ``compaction_budget`` that is not a ``Budget`` or an
     unknown ``stop_rule``. With ``compaction_enabled`` the synth context is ``compactor``'s
     output under ``compaction_budget`` (chars or reader tokens); without it, the full context
-    byte for byte. With a ``synthesizer`` the result carries an answer: ``answer_rule``'s
-    when it settles the question (the same with compaction on or off), else the
+    byte for byte. With a ``synthesizer`` the result carries an answer: the first of
+    ``answer_rules`` that settles the question (the same with compaction on or off), else the
     synthesizer's, read from the synth context.
     """
 
     retriever: Retriever
     decomposer: Decomposer = field(default_factory=RuleDecomposer)
     synthesizer: Synthesizer | None = None
-    answer_rule: AnswerRule | None = None
+    answer_rules: tuple[AnswerRule, ...] = ()
     max_hops: int = 10
     passages_per_hop: int = 3
     answerability_threshold: float = 0.6
@@ -363,7 +379,7 @@ class MultiHopRAG:
                 break
             facts.extend(facts_from_passages(passages, hop=len(hops), sub_query=sub_query))
             hops.append(Hop(sub_query, tuple(p.id for p in passages), why))
-        context = render_context(facts, [h.sub_query for h in hops]).text
+        full = SynthContext(tuple(facts), tuple(h.sub_query for h in hops))
 
         final_subs = tuple(self._decompose_query(question, facts))
         tokens = _fact_tokens(facts)
@@ -377,17 +393,14 @@ class MultiHopRAG:
             stop_reason=stop,
             sub_queries=final_subs,
             open_terms=open_terms,
-            full_context=context,
-            synth_context=context,
-            facts=tuple(facts),
+            full=full,
             compaction=None,
         )
         if self.compaction_enabled:
-            compaction = self.compactor(result.compaction_request(self.compaction_budget))
-            result = dataclasses.replace(result, synth_context=compaction.text, compaction=compaction)
+            result = dataclasses.replace(result, compaction=self.compactor(result.compaction_request(self.compaction_budget)))
         if self.synthesizer is None:
             return result
-        answer = self.answer_rule(question, result.facts) if self.answer_rule is not None else None
+        answer = next((a for rule in self.answer_rules if (a := rule(question, result.facts)) is not None), None)
         if answer is None:
-            answer = self.synthesizer(question, result.synth_context, result.synth_facts)
+            answer = self.synthesizer(question, result.synth)
         return dataclasses.replace(result, answer=answer)

@@ -1,8 +1,8 @@
 """The typed records that flow from retrieval through the loop to compaction.
 
-A :class:`Fact` is one sentence of a retrieved passage with its provenance. Text is rendered
-from facts once, at the edge (:mod:`rootweaver_innovations.context_format`); nothing parses
-a rendered context back into facts.
+A :class:`Fact` is one sentence of a retrieved passage with its provenance, and its one
+context line (:func:`format_fact`). Contexts are laid out from facts in
+:mod:`rootweaver_innovations.context_format`; nothing parses a rendered context back into facts.
 """
 
 from __future__ import annotations
@@ -11,10 +11,17 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .context_format import fold_whitespace, format_fact
 from .corpus import Passage
+from .text import fold_whitespace
 
-__all__ = ["Fact", "facts_from_passages"]
+__all__ = ["FACT_SEPARATOR", "Fact", "facts_from_passages", "format_fact"]
+
+FACT_SEPARATOR = " | "
+
+
+def format_fact(title: str, sentence: str) -> str:
+    """One fact line, ``"<title> | <sentence>"``; whitespace runs (newlines too) folded to a space."""
+    return f"{fold_whitespace(title)}{FACT_SEPARATOR}{fold_whitespace(sentence)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +35,7 @@ class Fact:
 
     Derived once at construction (not compared, not in ``repr``): ``body``, the sentence with
     whitespace runs folded to one space, and ``line``, the fact as one context line,
-    ``"<title> | <body>"`` (:func:`~rootweaver_innovations.context_format.format_fact`).
+    ``"<title> | <body>"`` (:func:`format_fact`).
     A field of the wrong type, a negative index, hop or rank, or a score that is not a finite
     number raises ``ValueError`` naming the passage and the field.
     """

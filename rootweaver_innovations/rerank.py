@@ -25,7 +25,8 @@ import numpy as np
 from .corpus import Passage
 from .embeddings import Embedder
 from .frontload import frontload, mmr_order
-from .retrieval import BM25Retriever, ScoredPassage, bm25_tokenize, top_k_indices
+from .retrieval import BM25Retriever, ScoredPassage, top_k_indices
+from .text import bm25_tokenize
 
 __all__ = [
     "ORDERINGS",

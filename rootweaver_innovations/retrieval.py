@@ -2,7 +2,7 @@
 
 Tokenisation (shared by both backends, by queries and by passages): Unicode-aware
 lowercase word tokens (``\\w+``), English stop words from
-:data:`rootweaver_innovations.compaction.STOP_WORDS` removed, no stemming. A passage is
+:data:`rootweaver_innovations.text.STOP_WORDS` removed, no stemming. A passage is
 indexed as ``title + " " + text``, so a query naming an entity finds its page.
 
 ``DenseRetriever`` ranks by cosine of sentence embeddings (an injected
@@ -19,7 +19,6 @@ the Robertson idf (with a Lucene-idf fallback for queries it scores all-zero, se
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -27,9 +26,9 @@ from typing import Protocol
 import numpy as np
 
 from .bm25_matrix import BM25Matrix, build_matrix
-from .compaction import STOP_WORDS
 from .corpus import Passage
 from .embeddings import Embedder
+from .text import STOP_WORDS, WORD, bm25_tokenize
 
 __all__ = [
     "BM25Retriever",
@@ -44,14 +43,8 @@ __all__ = [
     "top_k_indices",
 ]
 
-_WORD = re.compile(r"\w+")
 BACKENDS = ("bm25s", "rank_bm25")
 EMPTY_TOKEN = "<empty>"
-
-
-def bm25_tokenize(text: str) -> list[str]:
-    """Lowercase ``\\w+`` tokens of ``text`` minus stop words (order kept)."""
-    return [t for t in _WORD.findall(text.lower()) if t not in STOP_WORDS]
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +95,7 @@ def tokenizer_settings() -> dict[str, object]:
     """Everything that decides :func:`passage_tokens`; a saved index records it and is
     refused when it differs from the running code's."""
     stop = hashlib.sha256("\n".join(sorted(STOP_WORDS)).encode()).hexdigest()
-    return {"pattern": _WORD.pattern, "lowercase": True, "stop_words_sha256": stop, "empty_token": EMPTY_TOKEN,
+    return {"pattern": WORD.pattern, "lowercase": True, "stop_words_sha256": stop, "empty_token": EMPTY_TOKEN,
             "fields": "title + ' ' + text"}
 
 

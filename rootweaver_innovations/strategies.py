@@ -1,8 +1,9 @@
 """The registry of compaction strategies for the synthesis context, by config name.
 
 A strategy is a callable ``(CompactionRequest) -> CompactionResult``; a new one is one
-module and one :func:`register_strategy` call. The built-ins: ``line`` (the deterministic
-line compactor, ADR-077), and the packing policies ``submodular`` and ``evidence``
+module and one :func:`register_strategy` call, then its name in the config
+(``compaction.strategy``). The built-ins: ``line``
+(:class:`~rootweaver_innovations.compaction.LineCompactor`, ADR-077), and the packing policies ``submodular`` and ``evidence``
 (:class:`~rootweaver_innovations.packing.compactor.PackingCompactor`). :data:`DEFAULT_STRATEGY`
 is the one that keeps the most answers on the product path (``docs/results.md``).
 
@@ -22,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .compaction import CompactionRequest, CompactionResult, fit_lines, rank_lines
+from .compaction import CompactionRequest, CompactionResult, LineCompactor
 from .packing.compactor import PackingCompactor
 
 __all__ = [
@@ -34,7 +35,6 @@ __all__ = [
     "Compactor",
     "InputCap",
     "InputTooLargeError",
-    "LineCompactor",
     "make_compactor",
     "register_strategy",
     "strategy_names",
@@ -45,44 +45,6 @@ class Compactor(Protocol):
     """Compacts the loop's facts into the synth context under the request's budget."""
 
     def __call__(self, request: CompactionRequest) -> CompactionResult: ...
-
-
-@dataclass(frozen=True, slots=True)
-class LineCompactor:
-    """:func:`~rootweaver_innovations.compaction.compact_lines` on the rendered full context.
-
-    A char budget is passed through; for a token budget the largest char limit whose output
-    fits in the tokens is found by bisection (the output only grows with the char limit).
-    The lines are ranked once (:func:`~rootweaver_innovations.compaction.rank_lines`) and
-    fitted to each limit tried (:func:`~rootweaver_innovations.compaction.fit_lines`).
-    """
-
-    def __call__(self, request: CompactionRequest) -> CompactionResult:
-        layout = request.layout
-        budget = request.budget
-        ranking = rank_lines(layout.text, question=request.question, open_terms=request.open_terms)
-
-        def run(max_chars: int) -> CompactionResult:
-            return fit_lines(ranking, max_chars)
-
-        if budget.unit == "chars":
-            res = run(budget.limit)
-        else:
-            lo, hi, res = 1, max(1, len(layout.text)), None
-            while lo <= hi:
-                mid = (lo + hi) // 2
-                attempt = run(mid)
-                if budget.measure(attempt.text) <= budget.limit:
-                    res, lo = attempt, mid + 1
-                else:
-                    hi = mid - 1
-            res = res if res is not None else run(1)
-        fact_at = dict(zip(layout.fact_lines, request.facts))
-        return CompactionResult(
-            text=res.text, kept=res.kept, dropped=res.dropped, limit=budget.limit, input_chars=res.input_chars,
-            strategy="line", unit=budget.unit, used=budget.measure(res.text),
-            kept_facts=tuple(fact_at[k.position] for k in res.kept if k.position in fact_at),
-        )
 
 
 MAX_INPUT_CHARS = 2_000_000
@@ -110,11 +72,11 @@ class InputCap:
 
     def __call__(self, request: CompactionRequest) -> CompactionResult:
         """Compact with the wrapped compactor, or raise :class:`InputTooLargeError`."""
-        text = request.layout.text
-        if len(text) > self.max_input_chars:
-            raise InputTooLargeError(f"context of {len(text):,} chars is over the compaction input cap "
+        rendering = request.context.rendering
+        if len(rendering.text) > self.max_input_chars:
+            raise InputTooLargeError(f"context of {len(rendering.text):,} chars is over the compaction input cap "
                                      f"(compaction.max_input_chars = {self.max_input_chars:,})")
-        lines = text.count("\n") + 1
+        lines = max(rendering.line_count, 1)
         if lines > self.max_input_lines:
             raise InputTooLargeError(f"context of {lines:,} lines is over the compaction input cap "
                                      f"(compaction.max_input_lines = {self.max_input_lines:,})")

@@ -7,7 +7,8 @@ setting (off; each strategy at 160 reader tokens and at 700 chars) with the extr
 reader, and once more (the default strategy and budget) with ``--reader openai`` against a
 recording OpenAI-compatible stub on 127.0.0.1. The stub keeps the exact request body, so
 the snapshot also holds the prompt the reader was shown. One JSON line per run goes to
-``--out``; ``--compare BEFORE`` reports every run whose line differs (exit 1 if any).
+``--out``; ``--compare BEFORE`` reports every run whose line differs, byte for byte, once the
+keys added since BEFORE are left out (exit 1 if any).
 
     python scripts/snapshot_product_path.py --out /tmp/before.jsonl
     python scripts/snapshot_product_path.py --out /tmp/after.jsonl --compare /tmp/before.jsonl
@@ -108,12 +109,24 @@ def main() -> int:
         return 0
     before = args.compare.read_text(encoding="utf-8").splitlines()
     after = args.out.read_text(encoding="utf-8").splitlines()
-    differ = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
-    print(f"{len(after)} runs, {len(before)} before; {len(differ)} differ"
-          + (f"; first: {json.loads(after[differ[0]])['set']} q{json.loads(after[differ[0]])['q']} "
-             f"{json.loads(after[differ[0]])['run']}" if differ else ""))
+    differ = []
+    for i, (a, b) in enumerate(zip(before, after)):
+        old = json.loads(a)
+        shown = json.dumps(_known(json.loads(b), old), ensure_ascii=False, sort_keys=True)
+        if shown != a:
+            differ.append(f"{old['set']} q{old['q']} {old['run']}")
+    print(f"{len(after)} runs, {len(before)} before; {len(differ)} differ (keys new since BEFORE ignored)"
+          + (f"; first: {differ[0]}" if differ else ""))
     return 1 if differ or len(before) != len(after) else 0
 
+
+def _known(new: object, old: object) -> object:
+    """``new`` without the mapping keys ``old`` does not have (fields added since), recursively."""
+    if isinstance(new, dict) and isinstance(old, dict):
+        return {k: _known(v, old[k]) for k, v in new.items() if k in old}
+    if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
+        return [_known(n, o) for n, o in zip(new, old)]
+    return new
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,4 +1,8 @@
-"""Package structure: no import cycles, and the product packages never import the evals."""
+"""Package structure: no import cycles, and the product packages never import the evals.
+
+Every import statement counts: at module level, inside functions and under
+``if TYPE_CHECKING`` alike (a type-only import still ties two modules together).
+"""
 
 from __future__ import annotations
 
@@ -14,13 +18,13 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _top_level_imports(path: Path) -> set[str]:
-    """Modules imported at import time (module body, not functions or ``if TYPE_CHECKING``)."""
+def _imports(path: Path) -> set[str]:
+    """Every module an import statement of ``path`` names, wherever the statement is."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     name = _module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
-    for node in tree.body:
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -41,7 +45,7 @@ def _graph() -> dict[str, set[str]]:
     graph = {}
     for name, path in modules.items():
         deps = set()
-        for imp in _top_level_imports(path):
+        for imp in _imports(path):
             while imp and imp not in modules:
                 imp = imp.rpartition(".")[0]
             if imp and imp != name:

@@ -10,11 +10,11 @@ from collections import Counter as Tally
 import pytest
 
 import rootweaver_capabilities
-from rootweaver_capabilities import multi_hop as capability_module
+from rootweaver_capabilities import capability as capability_module
 from rootweaver_capabilities.config import CAPABILITY_FLAG, MultiHopConfig
 from rootweaver_capabilities.flags import StaticFlagProvider
 from rootweaver_capabilities.metrics import Metrics
-from rootweaver_capabilities.multi_hop import MultiHopCapability, RequestContext
+from rootweaver_capabilities.capability import MultiHopCapability, RequestContext
 from rootweaver_innovations.multihop import MultiHopRAG
 
 ROLLOUT = "eip.capabilities.retrieval.multi_hop.compaction"

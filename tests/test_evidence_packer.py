@@ -24,7 +24,7 @@ from rootweaver_innovations.packing.evidence import (
     evidence_features,
     evidence_policy,
 )
-from rootweaver_innovations.packing.budget import Knapsack
+from rootweaver_innovations.packing.knapsack import Knapsack
 from rootweaver_innovations.packing.objective import query_incidence
 from rootweaver_innovations.packing.policies import PackingProblem
 from rootweaver_innovations.records import Fact

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from rootweaver_capabilities.cli import main
 from rootweaver_capabilities.config import ConfigError, MultiHopConfig
-from rootweaver_capabilities.multi_hop import MultiHopCapability, RequestContext
+from rootweaver_capabilities.capability import MultiHopCapability, RequestContext
 from rootweaver_innovations.bm25_matrix import build_matrix
 from rootweaver_innovations.corpus import CorpusError, Passage, load_corpus_jsonl
 from rootweaver_innovations.demo import DEMO_CORPUS

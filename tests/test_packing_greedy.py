@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rootweaver_innovations.packing import Budget, Header, SubmodularObjective, SubmodularWeights
-from rootweaver_innovations.packing.budget import Knapsack
+from rootweaver_innovations.packing.knapsack import Knapsack
 from rootweaver_innovations.packing.greedy import lazy_greedy, plain_greedy
 from strategies import budgets, objective_inputs, words
 

@@ -17,7 +17,7 @@ from rootweaver_innovations.packing import Budget, Similarity, pack, tfidf_simil
 from rootweaver_innovations.packing import objective as objective_module
 from rootweaver_innovations.packing import policies as policies_module
 from rootweaver_innovations.packing import similarity as similarity_module
-from rootweaver_innovations.retrieval import bm25_tokenize
+from rootweaver_innovations.text import bm25_tokenize
 from rootweaver_innovations.records import Fact
 from rootweaver_innovations.strategies import InputCap, InputTooLargeError, make_compactor, strategy_names
 
@@ -147,7 +147,7 @@ def test_the_input_cap_validates_its_knobs(bad):
 
 def test_the_capability_applies_the_configured_input_cap():
     from rootweaver_capabilities.config import MultiHopConfig
-    from rootweaver_capabilities.multi_hop import MultiHopCapability, RequestContext
+    from rootweaver_capabilities.capability import MultiHopCapability, RequestContext
 
     question = "Between Harvey Pekar and Denise Levertov who was born earlier?"
     capped = MultiHopCapability(MultiHopConfig.from_mapping(

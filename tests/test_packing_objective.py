@@ -19,7 +19,7 @@ from rootweaver_innovations.packing.objective import (
     SubmodularWeights,
     query_incidence,
 )
-from rootweaver_innovations.retrieval import bm25_tokenize
+from rootweaver_innovations.text import bm25_tokenize
 from strategies import nested_sets, objective_inputs
 
 PROPS = settings(max_examples=250, deadline=None)

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rootweaver_innovations.corpus import Passage
-from rootweaver_innovations.retrieval import BM25Retriever, bm25_tokenize, rrf_fuse, top_k_indices
+from rootweaver_innovations.retrieval import BM25Retriever, rrf_fuse, top_k_indices
+from rootweaver_innovations.text import bm25_tokenize
 
 
 def test_tokenize_lowercases_drops_stop_words_and_punctuation():

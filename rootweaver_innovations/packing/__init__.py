@@ -7,7 +7,7 @@ package has no import cycle.
 
 from __future__ import annotations
 
-from .budget import UNITS, Budget, QwenTokenCounter, TokenCounter, default_token_counter
+from ..budget import UNITS, Budget, QwenTokenCounter, TokenCounter, default_token_counter
 from .candidates import Candidate, Header, fact_candidates
 from .evidence import EvidenceModel, EvidenceParams
 from .objective import SubmodularObjective, SubmodularWeights

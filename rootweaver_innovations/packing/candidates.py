@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..records import Fact
-from ..retrieval import bm25_tokenize
+from ..text import bm25_tokenize
 
 __all__ = ["Candidate", "Header", "fact_candidates", "okapi_scores", "rank_order"]
 

@@ -64,8 +64,7 @@ from typing import Any, TypeVar
 import ahocorasick
 import numpy as np
 
-from ..compaction import STOP_WORDS
-from ..retrieval import bm25_tokenize
+from ..text import STOP_WORDS, WORD, bm25_tokenize
 from .objective import term_incidence
 from .policies import PackingProblem, Selection, register_policy
 
@@ -84,7 +83,6 @@ _NUMBER = re.compile(r"\d+")
 _CAPITAL = re.compile(r"\b[A-Z][\w'\-]*")
 _PRONOUN = re.compile(r"^(?:He|She|It|They|His|Her|Its|Their|This|These)\b")
 _PAREN = re.compile(r"\s*\(.*\)$")
-_WORD = re.compile(r"\w+")
 _ENTITY_SKIP = frozenset({"the", "a", "an"})  # dropped at the start of a lead entity
 _ENTITY_JOIN = frozenset({"of", "de", "the", "and", "von", "van", "der", "da", "del", "la", "le", "du", "&"})
 _ENTITY_MIN = 4  # chars: shorter lead entities ("He", "It", "U.S") are not matched
@@ -181,7 +179,7 @@ def _parse(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool, boo
 @_per_text
 def _words(text: str) -> frozenset[str]:
     """The distinct ``\\w+`` words of ``text`` (memoised, :func:`_per_text`)."""
-    return frozenset(_WORD.findall(text))
+    return frozenset(WORD.findall(text))
 
 
 @_per_text
@@ -236,7 +234,7 @@ def _question_capitals(question: str) -> frozenset[str]:
 @_per_text
 def _head_words(question: str) -> tuple[str, ...]:
     """The question's words 2-6 (lowercased) that are not stop words (memoised, :func:`_per_text`)."""
-    return tuple(w for w in _WORD.findall(question.lower())[1:6] if w not in STOP_WORDS)
+    return tuple(w for w in WORD.findall(question.lower())[1:6] if w not in STOP_WORDS)
 
 
 def _sub_entity(sub_query: str | None, query: str) -> str:
@@ -408,7 +406,7 @@ def _document_features(problem: PackingProblem, s: _Structure) -> dict[str, np.n
     named_by_q = s.links[tq].any(axis=0)  # named by a document the question names (never itself)
     names_q = s.links[:, tq].any(axis=1)
     q_low = problem.query.lower()
-    q_words = set(_WORD.findall(q_low))
+    q_words = set(WORD.findall(q_low))
     overlap = np.array([len(w & q_words) / max(1, len(w)) for w in map(_words, s.titles)])
     q_caps = _question_capitals(problem.query)
     caps = np.zeros(n_doc)  # per document: how many of q_caps a sentence of it contains (none spans a "\n")

@@ -28,7 +28,7 @@ from itertools import accumulate
 
 import numpy as np
 
-from ..retrieval import bm25_tokenize
+from ..text import bm25_tokenize
 from . import similarity as _similarity
 from .candidates import text_terms
 from .similarity import Similarity

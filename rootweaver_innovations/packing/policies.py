@@ -28,7 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .selection import PackResult, Packed, account, screen
-from .budget import Budget, Knapsack
+from ..budget import Budget
+from .knapsack import Knapsack
 from .candidates import Candidate, Header
 from .greedy import lazy_greedy
 from .objective import SubmodularObjective, SubmodularWeights, query_incidence

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..retrieval import bm25_tokenize
+from ..text import bm25_tokenize
 
 __all__ = [
     "BLOCK_ENTRIES",

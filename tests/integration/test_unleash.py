@@ -28,7 +28,7 @@ import pytest
 
 from rootweaver_capabilities.config import MultiHopConfig
 from rootweaver_capabilities.flags import UnleashFlagProvider, bootstrap_payload
-from rootweaver_capabilities.multi_hop import MultiHopCapability, RequestContext
+from rootweaver_capabilities.capability import MultiHopCapability, RequestContext
 
 URL = os.environ.get("UNLEASH_URL", "")
 ADMIN_URL = os.environ.get("UNLEASH_ADMIN_URL", URL.rstrip("/") + "/admin")

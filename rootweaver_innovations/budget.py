@@ -1,16 +1,11 @@
-"""Budgets in explicit units, the tokenizer behind token budgets, and cost bookkeeping.
+"""Budgets in explicit units and the tokenizer behind token budgets.
 
 A :class:`Budget` is ``limit`` units of ``"chars"`` (Python string length of the rendered
 packet, separators and headers included) or ``"tokens"`` (counted by a real tokenizer
 behind the :class:`TokenCounter` protocol; the default is the reader's, Qwen2.5, shipped
 in ``rootweaver_innovations/data/qwen2.5-tokenizer``). There is no chars-per-token guess.
-
-:class:`Knapsack` is the per-run cost ledger the packers share. Each candidate costs its
-text plus one separator; a header costs its text plus one separator the first time one of
-its candidates is taken; the capacity is ``limit`` plus one separator (the last line has
-none). In chars this is exact. In tokens it is the sum of the parts, which is what the
-packers compare against; the packet's real token count is measured afterwards and
-:func:`~rootweaver_innovations.packing.policies.pack` enforces ``real <= limit``.
+A leaf: it imports nothing of the package's, so the loop, the compactors and the readers can
+all depend on it.
 """
 
 from __future__ import annotations
@@ -18,15 +13,12 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-import numpy as np
-
-from .candidates import Header
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -34,7 +26,6 @@ if TYPE_CHECKING:
 __all__ = [
     "UNITS",
     "Budget",
-    "Knapsack",
     "QwenTokenCounter",
     "TokenCounter",
     "default_token_counter",
@@ -243,68 +234,3 @@ class Budget:
     def measure(self, text: str) -> int:
         """Size of ``text`` in this budget's unit."""
         return self.measurer(text)
-
-
-class Knapsack:
-    """Cost ledger of one packing run over candidates ``0..n-1`` (see module docstring).
-
-    ``texts`` are the candidates' texts; ``headers`` gives, per candidate, its
-    :class:`~rootweaver_innovations.packing.candidates.Header` or ``None``.
-    """
-
-    def __init__(self, budget: Budget, texts: Sequence[str], headers: Sequence[Header | None] = ()):
-        n = len(texts)
-        if headers and len(headers) != n:
-            raise ValueError(f"headers must have one entry per text ({n}), got {len(headers)}")
-        measure = budget.measurer
-        sep = measure(budget.separator) if budget.separator else 0
-        self.budget = budget
-        self.capacity = budget.limit + sep
-        self.item = np.fromiter((measure(t) + sep for t in texts), dtype=np.int64, count=n)
-        distinct: dict[Header, int] = {}
-        group = np.full(n, 0, dtype=np.int64)  # group 0 is "no header", cost 0, always paid
-        for i, h in enumerate(headers):
-            if h is not None:
-                group[i] = distinct.setdefault(h, len(distinct) + 1)
-        self.headers: tuple[Header, ...] = tuple(distinct)
-        self.group = group
-        self.group_cost = np.array([0] + [measure(h.text) + sep for h in distinct], dtype=np.int64)
-        self.reset()
-
-    def reset(self) -> None:
-        """Forget everything taken."""
-        self.used = 0
-        self.paid = np.zeros(len(self.group_cost), dtype=bool)
-        self.paid[0] = True
-        self.taken = np.zeros(len(self.item), dtype=bool)
-        self._marginal = self.item + self.group_cost[self.group]
-
-    def marginal(self) -> np.ndarray:
-        """Cost of adding each candidate now (its header included if not yet paid); read-only."""
-        return self._marginal
-
-    def marginal_of(self, i: int) -> int:
-        """Cost of adding candidate ``i`` now (scalar form of :meth:`marginal`)."""
-        return int(self._marginal[i])
-
-    def feasible(self) -> np.ndarray:
-        """Candidates not yet taken whose marginal cost fits in what is left."""
-        return ~self.taken & (self._marginal <= self.capacity - self.used)
-
-    def singleton_feasible(self) -> np.ndarray:
-        """Candidates that fit on their own (with their header) in an empty packet."""
-        return self.item + self.group_cost[self.group] <= self.capacity
-
-    def take(self, i: int) -> None:
-        """Add candidate ``i`` (the caller checked it fits)."""
-        self.used += int(self._marginal[i])
-        g = self.group[i]
-        if not self.paid[g]:
-            self.paid[g] = True
-            self._marginal = np.where(self.group == g, self.item, self._marginal)
-        self.taken[i] = True
-
-    def header_of(self, i: int) -> Header | None:
-        g = int(self.group[i])
-        return self.headers[g - 1] if g else None
-

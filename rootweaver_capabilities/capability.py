@@ -21,6 +21,7 @@ broken retriever) propagate.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -29,19 +30,17 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rootweaver_innovations.compaction import CompactionRequest, CompactionResult
-from rootweaver_innovations.comparison import date_comparison_answer
-from rootweaver_innovations.extractive import extractive_synthesizer
 from rootweaver_innovations.multihop import MultiHopRAG, MultiHopResult, Synthesizer
-from rootweaver_innovations.packing import Budget
-from rootweaver_innovations.retrieval import BM25Retriever, Retriever
-from rootweaver_innovations.strategies import Compactor, make_compactor
+from rootweaver_innovations.retrieval import Retriever
+from rootweaver_innovations.strategies import Compactor
 
-from .config import LLMConfig, MultiHopConfig, RetrieverConfig
+from .assembly import build_rag
+from .config import MultiHopConfig
 from .flags import FlagProvider, build_flag_provider
 from .metrics import Metrics
-from .records import result_record
+from .result_json import result_record
 
-__all__ = ["CapabilityContext", "MultiHopCapability", "RequestContext", "build_synthesizer"]
+__all__ = ["CapabilityContext", "MultiHopCapability", "RequestContext"]
 
 log = logging.getLogger(__name__)
 
@@ -84,65 +83,14 @@ class _TimedCompactor:
             self._clock.seconds = time.perf_counter() - start
 
 
-def _default_retriever(cfg: RetrieverConfig) -> Retriever:
-    """BM25 over the index ``cfg.index`` (memory-mapped; checked against ``cfg.corpus`` when
-    that is set too), else over ``cfg.corpus``, else over the bundled demo corpus."""
-    if cfg.index is not None:
-        from rootweaver_innovations.index import open_index
-
-        return open_index(cfg.index, corpus=cfg.corpus).retriever()
-    if cfg.corpus is not None:
-        from rootweaver_innovations.corpus import load_corpus_jsonl
-
-        passages = load_corpus_jsonl(cfg.corpus)
-    else:
-        try:
-            from rootweaver_innovations.demo import demo_passages
-        except ImportError as exc:
-            raise ValueError(
-                "retriever.corpus is null but the bundled demo corpus (rootweaver_innovations.demo) is not "
-                "available; set retriever.corpus to a JSONL file or pass retriever="
-            ) from exc
-        passages = demo_passages()
-    return BM25Retriever(passages, backend=cfg.backend)
-
-
-def build_synthesizer(cfg: LLMConfig) -> Synthesizer:
-    """The reader of ``cfg.provider``: :func:`~rootweaver_innovations.extractive.extractive_synthesizer`
-    for ``none``, an :class:`~rootweaver_capabilities.llm.LLMSynthesizer` on the embedded
-    model for ``local`` or on the endpoint for ``openai``. Raises ``ValueError`` (one line,
-    with the install command) when ``local`` is asked for but llama-cpp-python is not
-    installed."""
-    if cfg.provider == "none":
-        return extractive_synthesizer
-    from .llm import LLMSynthesizer, OpenAIChatClient
-
-    if cfg.provider == "local":
-        from .embedded import LlamaCppChatClient
-        from .reader_models import INSTALL_HINT, reader_installed
-
-        if not reader_installed():
-            raise ValueError(f"llm.provider is 'local' but the embedded reader is not installed: {INSTALL_HINT}")
-        client = LlamaCppChatClient(cfg.model_path, model=cfg.model, context_window=cfg.context_window,
-                                    max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s)
-    else:
-        client = OpenAIChatClient(
-            cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s,
-            context_window=cfg.context_window, max_tokens=cfg.max_tokens,
-        )
-    return LLMSynthesizer(client, mode=cfg.mode)
-
-
 class MultiHopCapability:
     """The multi-hop retrieval capability for an agent runtime (see the module docstring).
 
-    ``flags`` defaults to the provider ``config.flags`` names; ``retriever`` to BM25 over
-    ``config.retriever`` (a built index is opened memory-mapped, so worker processes share
-    its pages); ``synthesizer`` to :func:`build_synthesizer` of ``config.llm`` (the
-    extractive answer for ``llm.provider: none``); ``metrics`` to none. Whatever the
-    synthesizer, date comparisons are answered by
-    :func:`~rootweaver_innovations.comparison.date_comparison_answer` from the trajectory's
-    facts. Safe to share across threads: one instance serves concurrent ``execute`` calls.
+    ``flags`` defaults to the provider ``config.flags`` names; the loop is
+    :func:`~rootweaver_capabilities.assembly.build_rag` of ``config`` (a built index is opened
+    memory-mapped, so worker processes share its pages), with ``retriever`` and ``synthesizer``
+    in place of the configured ones when given; ``metrics`` defaults to none. Safe to share
+    across threads: one instance serves concurrent ``execute`` calls.
     """
 
     def __init__(
@@ -168,32 +116,11 @@ class MultiHopCapability:
         if rags is None:
             with self._lock:
                 if self._rags is None:
-                    cfg = self.config
-                    retriever = self._retriever if self._retriever is not None else _default_retriever(cfg.retriever)
-                    synthesizer = self._synthesizer
-                    if synthesizer is None:
-                        synthesizer = build_synthesizer(cfg.llm)
-                    common = dict(
-                        retriever=retriever,
-                        synthesizer=synthesizer,
-                        answer_rule=date_comparison_answer,
-                        max_hops=cfg.max_hops,
-                        max_passages=cfg.max_passages,
-                        stop_rule=cfg.stop_rule,
-                        passages_per_hop=cfg.passages_per_hop,
-                        answerability_threshold=cfg.answerability_threshold,
-                        compaction_budget=Budget(cfg.compaction.budget, cfg.compaction.unit),
-                    )
-                    off = MultiHopRAG(**common, compaction_enabled=False)
+                    base = build_rag(self.config, retriever=self._retriever, synthesizer=self._synthesizer)
+                    off = dataclasses.replace(base, compaction_enabled=False)
                     on = None
-                    if cfg.compaction.enabled:
-                        compactor = make_compactor(cfg.compaction.strategy,
-                                                   max_input_chars=cfg.compaction.max_input_chars,
-                                                   max_input_lines=cfg.compaction.max_input_lines)
-                        timed = _TimedCompactor(compactor, self._clock)
-                        on = MultiHopRAG(**common, decomposer=off.decomposer, title_index=off.title_index,
-                                         compaction_enabled=True,
-                                         compactor=timed)
+                    if self.config.compaction.enabled:  # same retriever, decomposer and title index
+                        on = dataclasses.replace(base, compactor=_TimedCompactor(base.compactor, self._clock))
                     self._rags = (off, on)
                 rags = self._rags
         return rags
@@ -236,7 +163,7 @@ def _record(
 ) -> dict[str, Any]:
     """The ``context.metadata["multi_hop"]`` record of one executed request.
 
-    :func:`~rootweaver_capabilities.records.result_record` of the result (``strategy`` is
+    :func:`~rootweaver_capabilities.result_json.result_record` of the result (``strategy`` is
     ``"off"`` and ``compaction`` ``None`` when no compaction ran, and then
     ``context_chars == full_context_chars``), plus whether compaction is configured, the
     flags evaluated and the compaction latency (``None`` when none ran).

@@ -17,17 +17,21 @@ __all__ = ["answer_record", "result_record"]
 
 
 def answer_record(answer: Answer | None) -> dict[str, Any] | None:
-    """``{"text", "method", "cited_lines", "reader", "error_kind", "error", "prompt_tokens"}``
-    of one answer (this request's own outcome; ``reader`` the model asked, ``"none"`` when
-    no model was (extractive or computed answers); ``error_kind`` ``None`` unless the reader
-    failed and the answer degraded to the extractive one); ``None`` without a synthesizer."""
+    """``{"text", "method", "cited_lines", "citations", "reader", "error_kind", "error",
+    "prompt_tokens"}`` of one answer (this request's own outcome; ``cited_lines`` the cited
+    facts' context lines, ``citations`` the same facts as ``{passage_id, title,
+    sentence_index, sentence}``; ``reader`` the model asked, ``"none"`` when no model was
+    (extractive or computed answers); ``error_kind`` ``None`` unless the reader failed and the
+    answer degraded to the extractive one); ``None`` without a synthesizer."""
     if answer is None:
         return None
     outcome = answer if isinstance(answer, ReaderAnswer) else None
     return {
         "text": answer.text,
         "method": answer.method,
-        "cited_lines": list(answer.cited_lines),
+        "cited_lines": [f.line for f in answer.citations],
+        "citations": [{"passage_id": f.passage_id, "title": f.title, "sentence_index": f.sentence_index,
+                       "sentence": f.body} for f in answer.citations],
         "reader": outcome.reader if outcome else "none",
         "error_kind": (outcome.error_kind or None) if outcome else None,
         "error": (outcome.error or None) if outcome else None,
@@ -42,6 +46,7 @@ def result_record(res: MultiHopResult, *, detail: bool = False) -> dict[str, Any
     its reason (for a person reading one answer; metadata for a runtime leaves them out).
     """
     comp = res.compaction
+    dropped = comp.dropped_lines() if comp is not None else ()
     out: dict[str, Any] = {
         "hops": [{"sub_query": h.sub_query, "retrieved_ids": list(h.retrieved_ids)} for h in res.hops],
         "hop_count": res.hop_count,
@@ -50,13 +55,12 @@ def result_record(res: MultiHopResult, *, detail: bool = False) -> dict[str, Any
         "context_chars": res.context_chars,
         "compaction": comp is not None,
         "strategy": comp.strategy if comp is not None else "off",
-        "budget": {"limit": comp.limit, "unit": comp.unit, "used": comp.used} if comp is not None else None,
-        "kept_lines": len(comp.kept) if comp is not None else None,
-        "dropped_lines": len(comp.dropped) if comp is not None else None,
+        "budget": {"limit": comp.budget.limit, "unit": comp.budget.unit, "used": comp.used} if comp is not None else None,
+        "kept_lines": comp.context.rendering.line_count if comp is not None else None,
+        "dropped_lines": len(dropped) if comp is not None else None,
         "answer": answer_record(res.answer),
     }
     if detail:
         out = {"question": res.question, **out, "synth_context": res.synth_context,
-               "dropped": [{"line": d.position, "reason": d.reason, "text": d.text} for d in comp.dropped]
-               if comp is not None else []}
+               "dropped": [{"line": d.position, "reason": d.reason, "text": d.text} for d in dropped]}
     return out

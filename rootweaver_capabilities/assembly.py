@@ -1,0 +1,88 @@
+"""The one place a configured ``MultiHopRAG`` is put together.
+
+:func:`build_rag` turns a validated :class:`~rootweaver_capabilities.config.MultiHopConfig` into
+the loop: the retriever (:func:`build_retriever`), the compaction strategy, the answer rules and
+the reader (:func:`build_synthesizer`, which fits its window with that same strategy).
+``rootweaver ask``, ``rootweaver serve`` and :class:`~rootweaver_capabilities.capability.MultiHopCapability`
+all call it; command-line options override the config with ``dataclasses.replace`` first.
+"""
+
+from __future__ import annotations
+
+from rootweaver_innovations.answer_rules import make_answer_rules
+from rootweaver_innovations.budget import Budget
+from rootweaver_innovations.extractive import extractive_synthesizer
+from rootweaver_innovations.multihop import MultiHopRAG, Synthesizer
+from rootweaver_innovations.retrieval import BM25Retriever, Retriever
+from rootweaver_innovations.strategies import Compactor, make_compactor
+
+from .config import CompactionConfig, LLMConfig, MultiHopConfig, RetrieverConfig
+
+__all__ = ["build_compactor", "build_rag", "build_retriever", "build_synthesizer"]
+
+
+def build_retriever(cfg: RetrieverConfig) -> Retriever:
+    """BM25 over the index ``cfg.index`` (memory-mapped; checked against ``cfg.corpus`` when
+    that is set too), else over ``cfg.corpus``, else over the bundled demo corpus. A bad
+    corpus or index raises a ``ValueError`` (``CorpusError``, ``IndexError_``) naming the file."""
+    if cfg.index is not None:
+        from rootweaver_innovations.index import open_index
+
+        return open_index(cfg.index, corpus=cfg.corpus).retriever()
+    from rootweaver_innovations.corpus import load_corpus_jsonl
+    from rootweaver_innovations.demo import DEMO_CORPUS
+
+    return BM25Retriever(load_corpus_jsonl(cfg.corpus or DEMO_CORPUS), backend=cfg.backend)
+
+
+def build_compactor(cfg: CompactionConfig) -> Compactor:
+    """The strategy ``cfg.strategy`` behind the configured input cap."""
+    return make_compactor(cfg.strategy, max_input_chars=cfg.max_input_chars, max_input_lines=cfg.max_input_lines)
+
+
+def build_synthesizer(cfg: LLMConfig, compactor: Compactor | None = None) -> Synthesizer:
+    """The reader of ``cfg.provider``: the extractive answer for ``none``, an
+    :class:`~rootweaver_capabilities.llm.LLMSynthesizer` on the embedded model for ``local`` or
+    on the endpoint for ``openai``, fitting its window with ``compactor`` (the default strategy
+    when ``None``). ``ValueError`` (one line, with the install command) when ``local`` is asked
+    for but llama-cpp-python is not installed."""
+    if cfg.provider == "none":
+        return extractive_synthesizer
+    from .llm import LLMSynthesizer, OpenAIChatClient
+
+    if cfg.provider == "local":
+        from .embedded import LlamaCppChatClient
+        from .reader_models import INSTALL_HINT, reader_installed
+
+        if not reader_installed():
+            raise ValueError(f"llm.provider is 'local' but the embedded reader is not installed: {INSTALL_HINT}")
+        client = LlamaCppChatClient(cfg.model_path, model=cfg.model, context_window=cfg.context_window,
+                                    max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s)
+    else:
+        client = OpenAIChatClient(
+            cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s,
+            context_window=cfg.context_window, max_tokens=cfg.max_tokens,
+        )
+    return LLMSynthesizer(client, mode=cfg.mode, compactor=compactor)
+
+
+def build_rag(
+    config: MultiHopConfig, *, retriever: Retriever | None = None, synthesizer: Synthesizer | None = None,
+) -> MultiHopRAG:
+    """The loop ``config`` describes; ``retriever`` and ``synthesizer`` replace the configured
+    ones (a runtime that already holds them). Compaction runs when ``compaction.enabled``; the
+    strategy is built either way, since the reader fits its window with it."""
+    compactor = build_compactor(config.compaction)
+    return MultiHopRAG(
+        retriever if retriever is not None else build_retriever(config.retriever),
+        synthesizer=synthesizer if synthesizer is not None else build_synthesizer(config.llm, compactor),
+        answer_rules=make_answer_rules(config.answer_rules),
+        max_hops=config.max_hops,
+        max_passages=config.max_passages,
+        stop_rule=config.stop_rule,
+        passages_per_hop=config.passages_per_hop,
+        answerability_threshold=config.answerability_threshold,
+        compaction_enabled=config.compaction.enabled,
+        compaction_budget=Budget(config.compaction.budget, config.compaction.unit),
+        compactor=compactor,
+    )

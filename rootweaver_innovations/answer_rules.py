@@ -1,0 +1,48 @@
+"""The registry of answer rules, by config name (``answer_rules: [...]``).
+
+An answer rule (:class:`~rootweaver_innovations.multihop.AnswerRule`) answers from every fact
+the loop read, with no reader; the loop tries the configured rules in order and the reader
+answers when none settles the question. A new rule is one module and one
+:func:`register_answer_rule` call, then its name in the config. The built-in:
+``date_comparison`` (:func:`~rootweaver_innovations.comparison.date_comparison_answer`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .comparison import date_comparison_answer
+from .multihop import AnswerRule
+
+__all__ = ["ANSWER_RULES", "DEFAULT_ANSWER_RULES", "answer_rule_names", "make_answer_rules", "register_answer_rule"]
+
+ANSWER_RULES: dict[str, AnswerRule] = {}
+DEFAULT_ANSWER_RULES = ("date_comparison",)
+
+
+def register_answer_rule(name: str, rule: AnswerRule) -> None:
+    """Add ``rule`` under a new non-empty ``name`` (``ValueError`` otherwise)."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"answer rule name must be a non-empty str, got {name!r}")
+    if name in ANSWER_RULES:
+        raise ValueError(f"answer rule {name!r} is already registered")
+    ANSWER_RULES[name] = rule
+
+
+def answer_rule_names() -> tuple[str, ...]:
+    """Registered rule names, in registration order."""
+    return tuple(ANSWER_RULES)
+
+
+def make_answer_rules(names: Sequence[str]) -> tuple[AnswerRule, ...]:
+    """The rules named, in the given order (``ValueError`` naming the choices for an unknown
+    name, or for a name given twice)."""
+    if len(set(names)) != len(names):
+        raise ValueError(f"answer rules name one rule twice: {list(names)}")
+    unknown = [n for n in names if n not in ANSWER_RULES]
+    if unknown:
+        raise ValueError(f"unknown answer rule {unknown[0]!r}; choose from {sorted(ANSWER_RULES)}")
+    return tuple(ANSWER_RULES[n] for n in names)
+
+
+register_answer_rule("date_comparison", date_comparison_answer)
