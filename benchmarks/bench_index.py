@@ -124,9 +124,9 @@ def _cpu_s() -> float:
 def _answer(retriever) -> dict:
     """Loop and search timings over the golden questions, and the trajectories."""
     from rootweaver_innovations.demo import load_questions
-    from rootweaver_innovations.multihop import MultiHopRAG
+    from evals.loops import product_loop
 
-    rag = MultiHopRAG(retriever)
+    rag = product_loop(retriever)
     questions = [q.question for q in load_questions()]
     first = [rag.multi_hop_search(q) for q in questions]
     t0, c0 = time.perf_counter(), time.process_time()

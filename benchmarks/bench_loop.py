@@ -19,6 +19,7 @@ import time
 from collections.abc import Sequence
 
 from evals.datasets import build_open_pool, load_rows
+from evals.loops import product_loop
 from rootweaver_innovations.multihop import MultiHopRAG
 from rootweaver_innovations.retrieval import BM25Retriever
 
@@ -44,8 +45,8 @@ def main() -> None:
     t_bm25 = time.perf_counter() - t0
     t0 = time.perf_counter()
     loops = {
-        "evidence (default)": MultiHopRAG(retriever, max_passages=args.max_passages),
-        "coverage (seed, baseline)": MultiHopRAG(retriever, stop_rule="coverage", max_hops=5, max_passages=15),
+        "evidence (default)": product_loop(retriever, max_passages=args.max_passages),
+        "coverage (seed, baseline)": product_loop(retriever, stop_rule="coverage", max_hops=5, max_passages=15),
     }
     t_index = time.perf_counter() - t0
     questions = list(pool.questions[: args.questions])

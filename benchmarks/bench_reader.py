@@ -17,6 +17,7 @@ Run: ``python benchmarks/bench_reader.py [--questions 10] [--threads 2]``
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import platform
 import statistics
@@ -26,7 +27,7 @@ import time
 from rootweaver_capabilities.embedded import LlamaCppChatClient
 from rootweaver_capabilities.llm import LLMSynthesizer
 from rootweaver_innovations.demo import demo_passages, load_questions
-from rootweaver_innovations.multihop import MultiHopRAG
+from evals.loops import product_loop
 from rootweaver_innovations.retrieval import BM25Retriever
 from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY
 
@@ -43,7 +44,7 @@ def main() -> None:
     print("command:", " ".join([os.path.basename(sys.executable), *sys.argv]))
     print(f"machine: {platform.platform()} | {os.cpu_count()} CPUs | load avg {_load()} | "
           f"python {platform.python_version()}")
-    rag = MultiHopRAG(BM25Retriever(demo_passages()), compaction_enabled=True)
+    rag = dataclasses.replace(product_loop(BM25Retriever(demo_passages())), compaction_enabled=True)
     runs = [rag.multi_hop_search(q.question) for q in load_questions()[: args.questions]]
     client = LlamaCppChatClient(None, model="qwen2.5-coder-1.5b-instruct", n_threads=args.threads, timeout_s=600)
     t0 = time.perf_counter()

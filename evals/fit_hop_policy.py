@@ -12,6 +12,7 @@ never read.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import itertools
 import json
@@ -21,11 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from rootweaver_innovations.hops import POLICY_FILE, HopPolicyParams, HopSchedule
 from rootweaver_innovations.multihop import MultiHopRAG
+from rootweaver_innovations.hops import POLICY_FILE, HopPolicyParams, HopSchedule
 from rootweaver_innovations.retrieval import BM25Retriever
 
 from .datasets import DATASETS, build_open_pool, load_rows
+from .loops import product_loop
 
 GRIDS: dict[int, dict[str, Sequence[int]]] = {
     6: {"first_hop": (2, 3), "question_links": (1, 2), "title_links": (1, 2), "spans": (1, 2)},
@@ -49,13 +51,14 @@ def fit(limit: int | None) -> dict:
     for name in sorted(DATASETS):
         pool = build_open_pool(load_rows(name, limit)[0::2])
         sets.append((name, BM25Retriever(pool.passages), pool))
+    loops = {name: product_loop(r) for name, r, _ in sets}  # one title index per set, shared by every trial
     schedules, scores = {}, {}
     for budget, grid in GRIDS.items():
         best = None
         for values in itertools.product(*grid.values()):
             schedule = HopSchedule(**dict(zip(grid, values)), **FIXED)
             params = HopPolicyParams(((budget, schedule),), {})
-            per_set = {name: _all_gold(MultiHopRAG(r, max_passages=budget, hop_policy=params), pool.questions, pool.gold)
+            per_set = {name: _all_gold(dataclasses.replace(loops[name], max_passages=budget, hop_policy=params), pool.questions, pool.gold)
                        for name, r, pool in sets}
             mean = float(np.mean(list(per_set.values())))
             scores.setdefault(str(budget), []).append({**dict(zip(grid, values)), **per_set, "mean": round(mean, 4)})

@@ -12,6 +12,7 @@ links can be found). What survives into the synth context is
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import asdict
 
@@ -19,10 +20,11 @@ import numpy as np
 
 from rootweaver_innovations.corpus import Passage, QARow
 from rootweaver_innovations.diagnostics import paired_bootstrap_ci
-from rootweaver_innovations.multihop import MultiHopRAG, MultiHopResult
+from rootweaver_innovations.multihop import MultiHopResult
 from rootweaver_innovations.retrieval import BM25Retriever
 
 from .datasets import build_open_pool
+from .loops import product_loop
 from .report import progress
 
 __all__ = ["BASELINES", "SEED_LOOP", "opaque", "run_multihop_eval"]
@@ -54,9 +56,8 @@ def run_multihop_eval(
     pool = build_open_pool(rows)
     passages = opaque(pool.passages) if opaque_titles else pool.passages
     retriever = BM25Retriever(passages)
-    loop = {"max_passages": max_passages, "stop_rule": stop_rule}
-    off_rag = MultiHopRAG(retriever, **loop)
-    seed_rag = MultiHopRAG(retriever, **SEED_LOOP)
+    off_rag = product_loop(retriever, max_passages=max_passages, stop_rule=stop_rule)
+    seed_rag = dataclasses.replace(off_rag, **SEED_LOOP)
     scored = [i for i, g in enumerate(pool.gold) if g]
     hit: dict[str, list[float]] = {k: [] for k in ("loop", *BASELINES)}
     n_passages, offs, seed_offs = [], [], []
@@ -84,7 +85,7 @@ def run_multihop_eval(
         "n_scored": len(scored),
         "pool_passages": len(passages),
         "opaque_titles": opaque_titles,
-        "loop": loop,
+        "loop": {"max_passages": max_passages, "stop_rule": stop_rule},
         "coverage_loop": SEED_LOOP,
         "mean_passages_loop": float(np.mean(n_passages)),
         "mean_passages_coverage_loop": float(np.mean([len(_ids(r)) for r in seed_offs])),

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 from rootweaver_innovations.compaction import CompactionRequest
+from rootweaver_innovations.context_format import SynthContext
 from rootweaver_innovations.corpus import Passage, QARow
 from rootweaver_innovations.diagnostics import (
     all_gold_at_k,
@@ -77,7 +78,7 @@ def retrieved_candidates(question: str, hits: Sequence[ScoredPassage]) -> tuple[
 
 def _line_packet(facts: Sequence[Fact], cands: Sequence[Candidate], question: str, budget: Budget) -> tuple[list[Candidate], str]:
     """The ``line`` strategy on one hop of ``facts`` (its hop header included, as in the product)."""
-    res = make_compactor("line")(CompactionRequest(question, tuple(facts), (question,), (), budget))
+    res = make_compactor("line")(CompactionRequest(question, SynthContext(tuple(facts), (question,)), (), budget))
     kept = set(res.kept_facts)
     return [c for c, f in zip(cands, facts) if f in kept], res.text  # facts have no blank sentence: 1:1
 

@@ -17,6 +17,7 @@ Gold labels only score; they never reach the loop or a compactor.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -25,12 +26,13 @@ import numpy as np
 
 from rootweaver_innovations.corpus import QARow
 from rootweaver_innovations.diagnostics import answer_in_context, gold_doc_coverage, paired_bootstrap_ci
-from rootweaver_innovations.multihop import MultiHopRAG, MultiHopResult
+from rootweaver_innovations.multihop import MultiHopResult
 from rootweaver_innovations.packing import POLICIES, Budget, default_token_counter, fact_candidates, pack
 from rootweaver_innovations.retrieval import BM25Retriever
-from rootweaver_innovations.strategies import make_compactor, strategy_names
+from rootweaver_innovations.strategies import strategy_names
 
 from .datasets import OpenPool, build_open_pool
+from .loops import compacted, product_loop
 from .multihop_e2e import SEED_LOOP, opaque
 from .report import progress
 
@@ -76,11 +78,9 @@ def run_synth_eval(
     pool = build_open_pool(rows)
     retriever = BM25Retriever(opaque(pool.passages) if opaque_titles else pool.passages)
     counter = default_token_counter()
-    off_rag = MultiHopRAG(retriever, max_passages=max_passages, stop_rule=stop_rule)
-    loop = {"max_passages": max_passages, "stop_rule": stop_rule, "title_index": off_rag.title_index}
-    seed_loop = {**SEED_LOOP, "title_index": off_rag.title_index}
+    off_rag = product_loop(retriever, max_passages=max_passages, stop_rule=stop_rule)
     offs = [off_rag.multi_hop_search(r.question) for r in progress(rows, "loop(off)", show_progress)]
-    seed_rag = MultiHopRAG(retriever, **seed_loop)  # run once; compacted below as the product would
+    seed_rag = dataclasses.replace(off_rag, **SEED_LOOP)  # run once; compacted below as the product would
     seeds = [seed_rag.multi_hop_search(r.question) for r in progress(rows, "seed loop(off)", show_progress)]
     off_tokens = [counter.count(r.full_context) for r in offs]
     half = max(1, int(statistics.median(off_tokens) // 2))
@@ -95,16 +95,14 @@ def run_synth_eval(
     identical = True
     seam_gap = 0.0
     for strategy in strategies:
-        compactor = make_compactor(strategy)
         for budget in budgets:
-            on = {"compaction_enabled": True, "compaction_budget": budget, "compactor": compactor}
-            rag = MultiHopRAG(retriever, **loop, **on)
+            rag = compacted(off_rag, strategy, budget)
             label = f"{strategy}@{budget.limit}{'t' if budget.unit == 'tokens' else 'c'}"
             results = [rag.multi_hop_search(r.question) for r in progress(rows, label, show_progress)]
             identical &= all(a.trajectory() == b.trajectory() for a, b in zip(results, offs))
             kept = [{f.passage_id for f in res.compaction.kept_facts} for res in results]
             scores = _scores(rows, pool, results, [res.synth_context for res in results], kept)
-            seed_texts = [compactor(s.compaction_request(budget)).text for s in seeds]
+            seed_texts = [rag.compactor(s.compaction_request(budget)).text for s in seeds]
             cell = {"strategy": strategy, "unit": budget.unit, "limit": budget.limit, "scores": scores,
                     "seed_aic": [float(answer_in_context(r.answer, t)) for r, t in zip(rows, seed_texts)
                                  if not _yes_no(r)],

@@ -17,11 +17,12 @@ from pathlib import Path
 
 from rootweaver_innovations.corpus import Passage
 from rootweaver_innovations.demo import GoldenQuestion
-from rootweaver_innovations.multihop import MultiHopRAG, MultiHopResult
+from rootweaver_innovations.multihop import MultiHopResult
 from rootweaver_innovations.retrieval import BM25Retriever
-from rootweaver_innovations.packing import Budget
-from rootweaver_innovations.strategies import make_compactor, strategy_names
+from rootweaver_innovations.budget import Budget
+from rootweaver_innovations.strategies import strategy_names
 
+from .loops import compacted, product_loop
 from .report import progress
 
 __all__ = ["DEFAULT_BUDGETS", "GOLDEN_FILE", "expectations", "run_trajectory_eval"]
@@ -68,16 +69,14 @@ def run_trajectory_eval(
     """
     strategies = list(strategies or strategy_names())
     retriever = BM25Retriever(passages)
-    off_rag = MultiHopRAG(retriever)
+    off_rag = product_loop(retriever)
     off = [off_rag.multi_hop_search(q.question) for q in progress(questions, "off", show_progress)]
     off_sizes = [r.context_chars for r in off]
     rows = []
     failures: list[str] = []
     for strategy in strategies:
-        compactor = make_compactor(strategy)
         for budget in budgets:
-            rag = MultiHopRAG(retriever, compaction_enabled=True, compaction_budget=Budget.chars(budget),
-                              compactor=compactor)
+            rag = compacted(off_rag, strategy, Budget.chars(budget))
             same = within = 0
             sizes = []
             for q, ref in zip(questions, progress(off, f"{strategy}@{budget}", show_progress)):

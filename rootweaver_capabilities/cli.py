@@ -91,6 +91,8 @@ def _reader_config(args: argparse.Namespace, llm: LLMConfig) -> LLMConfig:
 
 def _ask_config(args: argparse.Namespace) -> MultiHopConfig:
     """The default config with the command line's options applied (validated again)."""
+    if args.corpus is not None and not args.corpus.is_file():
+        raise UsageError(f"--corpus {args.corpus}: file not found")
     base = MultiHopConfig(source="command line")
     compaction = dataclasses.replace(
         base.compaction, enabled=args.compaction != "off",

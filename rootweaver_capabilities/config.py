@@ -466,7 +466,8 @@ def knob_reference() -> list[tuple[str, Any, str]]:
                 walk(f.metadata["section"], key)
             else:
                 default = f.default if f.default is not MISSING else None
-                rows.append((key, dict(default) if f.metadata["rule"].kind == "flag_map" else default,
+                kind = f.metadata["rule"].kind
+                rows.append((key, dict(default) if kind == "flag_map" else list(default) if kind == "names" else default,
                              f.metadata["rule"].doc))
 
     walk(MultiHopConfig, "")

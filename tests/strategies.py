@@ -76,16 +76,6 @@ def nested_sets(draw, n: int):
     return a, b, x
 
 
-@st.composite
-def contexts(draw, max_lines: int = 30):
-    """Trajectory-like contexts: hop headers, fact lines, blank lines and free text."""
-    fact = st.builds(lambda d, w: f"{d} | {w}", st.sampled_from(DOCS), words)
-    header = words.map(lambda w: f"From query: {w}")
-    free = st.text(max_size=30).filter(lambda s: "\n" not in s)
-    line = st.one_of(fact, fact, fact, header, st.just(""), free)
-    return "\n".join(draw(st.lists(line, max_size=max_lines)))
-
-
 TITLES = ("Jaws", "Steven Spielberg", "Paris", "Alpha River", "Delta (film)")
 
 
@@ -95,6 +85,7 @@ def compaction_requests(draw, max_facts: int = 14):
     passages (titles repeat across passages, sentences repeat too), a question, open terms and
     a char or token budget."""
     from rootweaver_innovations.compaction import CompactionRequest
+    from rootweaver_innovations.context_format import SynthContext
     from rootweaver_innovations.records import Fact
 
     n_hops = draw(st.integers(min_value=1, max_value=3))
@@ -112,7 +103,7 @@ def compaction_requests(draw, max_facts: int = 14):
             index += 1
     question = draw(queries)
     open_terms = tuple(draw(st.lists(st.sampled_from(WORDS), max_size=3)))
-    return CompactionRequest(question, tuple(facts), hop_queries, open_terms, draw(budgets))
+    return CompactionRequest(question, SynthContext(tuple(facts), hop_queries), open_terms, draw(budgets))
 
 
 # Hostile input for the loaders and the config (tests/test_hostile_input.py).

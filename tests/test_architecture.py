@@ -82,3 +82,26 @@ def test_the_product_does_not_import_the_evals():
     product = [m for m in graph if not m.startswith("evals")]
     offenders = {m: sorted(d for d in graph[m] if d.startswith("evals")) for m in product}
     assert not {m: d for m, d in offenders.items() if d}
+
+
+def _python_files(*roots: str) -> list[Path]:
+    return [p for root in roots for p in (ROOT / root).rglob("*.py")]
+
+
+def test_one_construction_site_of_the_loop_outside_the_tests():
+    """Everything that runs the loop (CLI, serve, capability, evals, scripts, benchmarks) gets it
+    from ``build_rag``; variants are ``dataclasses.replace`` of that one assembly."""
+    sites = []
+    for path in _python_files(*PACKAGES, "scripts", "benchmarks"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "MultiHopRAG":
+                sites.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert len(sites) == 1 and sites[0].startswith("rootweaver_capabilities/assembly.py:"), sites
+
+
+def test_only_the_renderer_knows_the_hop_header_text():
+    """Text is made in one place and never parsed back: no other product module names the hop
+    header prefix or splits a context into lines to find it."""
+    holders = sorted(str(p.relative_to(ROOT)) for p in _python_files("rootweaver_innovations", "rootweaver_capabilities")
+                     if "HOP_HEADER_PREFIX" in p.read_text(encoding="utf-8") or "From query:" in p.read_text(encoding="utf-8"))
+    assert holders == ["rootweaver_capabilities/prompts.py", "rootweaver_innovations/context_format.py"]

@@ -10,7 +10,7 @@ from collections import Counter as Tally
 import pytest
 
 import rootweaver_capabilities
-from rootweaver_capabilities import capability as capability_module
+from rootweaver_capabilities import assembly as assembly_module
 from rootweaver_capabilities.config import CAPABILITY_FLAG, MultiHopConfig
 from rootweaver_capabilities.flags import StaticFlagProvider
 from rootweaver_capabilities.metrics import Metrics
@@ -152,14 +152,13 @@ def test_without_a_rollout_flag_the_config_alone_decides(demo_retriever, questio
 
 def test_the_rag_is_built_once_under_concurrent_first_calls(monkeypatch, demo_retriever, questions):
     builds = Tally()
-    real = capability_module._default_retriever
 
     def counting(cfg):
         builds["retriever"] += 1
         threading.Event().wait(0.05)  # widen the race window
         return demo_retriever
 
-    monkeypatch.setattr(capability_module, "_default_retriever", counting)
+    monkeypatch.setattr(assembly_module, "build_retriever", counting)
     cap = MultiHopCapability(_config(enabled=True), FakeFlags({CAPABILITY_FLAG: True, ROLLOUT: True}))
     barrier = threading.Barrier(8)
     seen: list = []
@@ -178,7 +177,6 @@ def test_the_rag_is_built_once_under_concurrent_first_calls(monkeypatch, demo_re
     assert len({(id(a), id(b)) for a, b in seen}) == 1
     off, on = seen[0]
     assert isinstance(off, MultiHopRAG) and not off.compaction_enabled and on.compaction_enabled
-    assert real is not counting
 
 
 def test_eight_threads_by_fifty_calls_no_exception_and_metrics_add_up(demo_retriever, questions):

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.compaction import REASON_BLANK, REASON_HOP_HEADER, CompactionRequest
-from rootweaver_innovations.context_format import render_context
+from rootweaver_innovations.compaction import REASON_BLANK, REASON_HOP_HEADER, CompactionRequest, LineCompactor
+from rootweaver_innovations.context_format import SynthContext
 from rootweaver_innovations.packing import Budget, SubmodularWeights, fact_candidates, pack
 from rootweaver_innovations.packing.compactor import PackingCompactor
 from rootweaver_innovations.records import Fact
-from rootweaver_innovations.strategies import LineCompactor, make_compactor, register_strategy, strategy_names
+from rootweaver_innovations.strategies import make_compactor, register_strategy, strategy_names
 from strategies import compaction_requests
 
 
@@ -24,22 +24,18 @@ from strategies import compaction_requests
 def test_contract_budget_verbatim_accounted_deterministic(strategy, request_):
     compact = make_compactor(strategy)
     res = compact(request_)
-    layout = render_context(request_.facts, request_.hop_queries)
-    lines = layout.text.split("\n")
+    full = request_.context.rendering
     budget = request_.budget
     # hard budget in its own unit, measured on the real text
     assert res.used == budget.measure(res.text) <= budget.limit
-    assert (res.limit, res.unit, res.strategy, res.input_chars) == (budget.limit, budget.unit, strategy, len(layout.text))
-    # whole lines of the full context, in its order
-    positions = [k.position for k in res.kept]
-    assert positions == sorted(positions) and [lines[p] for p in positions] == [k.text for k in res.kept]
-    assert res.text == "\n".join(k.text for k in res.kept)
-    # every line accounted for exactly once, every drop with a reason
-    assert sorted(positions + [d.position for d in res.dropped]) == list(range(len(lines)))
-    assert all(d.reason for d in res.dropped)
-    # the kept facts are exactly the facts behind the kept lines
-    fact_lines = dict(zip(layout.fact_lines, request_.facts))
-    assert res.kept_facts == tuple(fact_lines[p] for p in positions if p in fact_lines)
+    assert (res.budget, res.strategy, res.source) == (budget, strategy, request_.context)
+    # whole facts of the full context, in its order
+    index = {f: i for i, f in enumerate(request_.facts)}
+    positions = [full.fact_lines[index[f]] for f in res.kept_facts]
+    assert positions == sorted(positions)
+    # every fact accounted for exactly once, every drop with a reason
+    assert sorted([index[f] for f in res.kept_facts] + [d.index for d in res.dropped]) == list(range(len(index)))
+    assert all(d.reason and request_.facts[d.index] == d.fact for d in res.dropped)
     assert compact(request_) == res
 
 
@@ -47,19 +43,18 @@ def test_contract_budget_verbatim_accounted_deterministic(strategy, request_):
 @given(st.sampled_from(["submodular", "evidence"]), compaction_requests())
 def test_packers_render_facts_only_and_are_idempotent(policy, request_):
     res = make_compactor(policy)(request_)
-    assert all(not k.text.startswith("From query:") for k in res.kept)
-    layout = render_context(request_.facts, request_.hop_queries)
-    for d in res.dropped:
-        if d.position in layout.header_lines:
-            assert d.reason == REASON_HOP_HEADER
-    again = make_compactor(policy)(dataclasses.replace(request_, facts=res.kept_facts))
+    assert res.context.layout == "facts" and res.text == "\n".join(f.line for f in res.kept_facts)
+    headers = set(request_.context.rendering.header_lines)
+    assert all(d.reason == REASON_HOP_HEADER for d in res.dropped_lines() if d.position in headers)
+    again = make_compactor(policy)(dataclasses.replace(request_, context=request_.context.with_facts(res.kept_facts, "full")))
     assert again.text == res.text
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(["submodular", "evidence"]), compaction_requests())
 def test_the_packing_compactor_is_the_harness_on_the_same_facts(policy, request_):
-    """No loss at the seam: the product compactor's text is ``pack`` over ``fact_candidates``."""
+    """No loss at the seam: the product compactor's synth context, rendered from its kept facts,
+    is the text ``pack`` renders over ``fact_candidates``."""
     res = make_compactor(policy)(request_)
     harness = pack(policy, fact_candidates(request_.question, request_.facts), request_.question, request_.budget)
     assert res.text == harness.text
@@ -67,11 +62,11 @@ def test_the_packing_compactor_is_the_harness_on_the_same_facts(policy, request_
 
 def test_line_under_a_token_budget_takes_the_largest_char_budget_that_fits():
     facts = tuple(Fact(f"p{i}", f"T{i}", f"alpha fact number {i} about the river", 0, 0, "q") for i in range(8))
-    req = CompactionRequest("alpha river", facts, ("alpha river",), (), Budget.tokens(40))
+    req = CompactionRequest("alpha river", SynthContext(facts, ("alpha river",)), (), Budget.tokens(40))
     res = LineCompactor()(req)
-    assert res.used <= 40 and res.unit == "tokens"
+    assert res.used <= 40 and res.budget.unit == "tokens"
     more = LineCompactor()(dataclasses.replace(req, budget=Budget.tokens(80)))
-    assert len(more.kept) > len(res.kept)
+    assert len(more.kept_facts) > len(res.kept_facts)
 
 
 def test_worked_example_evidence_keeps_the_answer_and_its_bridge_once_it_fits():
@@ -82,13 +77,13 @@ def test_worked_example_evidence_keeps_the_answer_and_its_bridge_once_it_fits():
         Fact("b", "Steven Spielberg", "Spielberg was born in Cincinnati, Ohio.", 1, 1, "b", 0),
         Fact("c", "Shark Tale", "Shark Tale is a 2004 animated film.", 0, 1, "b", 1),
     )
-    req = CompactionRequest("Where was the director of Jaws born?", facts, ("q", "b"), (), Budget.tokens(40))
+    req = CompactionRequest("Where was the director of Jaws born?", SynthContext(facts, ("q", "b")), (), Budget.tokens(40))
     res = make_compactor("evidence")(req)
     # At 40 tokens the answer and one more sentence fit: the bridge document's bonus
     # (coverage * q_d, at most coverage) does not outbid the answer document's lead, whose
     # birth bracket the model rates likelier to hold the answer of a where-born question.
     assert "Cincinnati" in res.text and res.used <= 40
-    assert {d.reason for d in res.dropped} >= {REASON_HOP_HEADER, REASON_BLANK}
+    assert {d.reason for d in res.dropped_lines()} >= {REASON_HOP_HEADER, REASON_BLANK}
     wider = make_compactor("evidence")(dataclasses.replace(req, budget=Budget.tokens(60)))
     assert "Cincinnati" in wider.text and "Jaws" in wider.text and "Shark" not in wider.text and wider.used <= 60
 
@@ -112,13 +107,14 @@ def test_dense_similarity_from_an_injected_embedder_keeps_the_budget(request_):
     dense = PackingCompactor("submodular", weights=SubmodularWeights(w_cov=1.0), embedder=_HashEmbedder())
     res = dense(request_)
     assert res.used <= request_.budget.limit
-    assert dense(dataclasses.replace(request_, facts=res.kept_facts)).text == res.text
+    assert dense(dataclasses.replace(request_, context=request_.context.with_facts(res.kept_facts, "full"))).text == res.text
 
 
 def test_snippet_cap_limits_kept_facts():
     facts = tuple(Fact(f"p{i}", f"T{i}", f"fact number {i} about alpha", 0, 0, "q") for i in range(6))
-    res = PackingCompactor("submodular", max_snippets=2)(CompactionRequest("alpha", facts, ("q",), (), Budget.chars(400)))
-    assert len(res.kept) == 2 and sum(d.reason == "snippet_cap" for d in res.dropped) >= 1
+    res = PackingCompactor("submodular", max_snippets=2)(CompactionRequest("alpha", SynthContext(facts, ("q",)), (),
+                                                                           Budget.chars(400)))
+    assert len(res.kept_facts) == 2 and sum(d.reason == "snippet_cap" for d in res.dropped) >= 1
 
 
 def test_registry_rejects_duplicates_and_off_and_names_choices():

@@ -111,7 +111,7 @@ def test_the_answer_rule_cites_its_years_and_leaves_the_rest_to_the_reader():
     computed = date_comparison_answer("Who was born first, Harvey Pekar or Denise Levertov?", [PEKAR, LEVERTOV])
     assert computed.text == "Denise Levertov"
     assert computed.method == f"{COMPARISON_METHOD} (1939 vs 1923)"
-    assert computed.cited_lines == (PEKAR.line, LEVERTOV.line)
+    assert computed.citations == (PEKAR, LEVERTOV)
     assert date_comparison_answer("Who wrote American Splendor?", [PEKAR, LEVERTOV]) is None
 
 
@@ -125,14 +125,14 @@ def test_the_loop_computes_from_the_trajectory_even_when_compaction_drops_the_da
     passages = [Passage(pid, title, tuple(sentences)) for (pid, title), sentences in by_id.items()]
     calls = []
 
-    def reader(question, synth_context, facts):
-        calls.append(synth_context)
+    def reader(question, context):
+        calls.append(context.text)
         return Answer(text="from the reader", method="reader")
 
     question = "Which film has the director who was born first, Freeway (1996 Film) or Forget Paris?"
     answers = []
     for on in (False, True):
-        rag = MultiHopRAG(BM25Retriever(passages), synthesizer=reader, answer_rule=date_comparison_answer,
+        rag = MultiHopRAG(BM25Retriever(passages), synthesizer=reader, answer_rules=(date_comparison_answer,),
                           compaction_enabled=on, compaction_budget=Budget.tokens(20))
         result = rag.multi_hop_search(question)
         answers.append(result.answer)

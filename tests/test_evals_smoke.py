@@ -30,10 +30,10 @@ def test_trajectory_eval_passes_and_matches_pinned_golden(demo_passages, golden_
 def test_trajectory_eval_reports_a_budget_violation(demo_passages, golden_questions, monkeypatch):
     """Fault injection: a compactor that ignores its budget must fail BUDGET, not pass."""
     def greedy_compactor(request):
-        text = "\n".join(f.line for f in request.facts)
-        return CompactionResult(text, (), (), request.budget.limit, len(text), "bad")
+        kept = request.context.with_facts(request.facts, "facts")
+        return CompactionResult(kept, (), request.context, request.budget, len(kept.text), "bad")
 
-    monkeypatch.setattr("evals.trajectory.make_compactor", lambda name: greedy_compactor)
+    monkeypatch.setattr("evals.loops.make_compactor", lambda name: greedy_compactor)
     rep = run_trajectory_eval(golden_questions[:3], demo_passages, budgets=[100], strategies=["line"],
                               show_progress=False)
     assert not rep["passed"] and any(f.startswith("BUDGET") for f in rep["failures"])

@@ -23,7 +23,7 @@ from rootweaver_capabilities.langchain_adapters import (  # noqa: E402
     MultiHopRetriever,
     document_to_passage,
 )
-from rootweaver_innovations.context_format import format_fact  # noqa: E402
+from rootweaver_innovations.records import format_fact  # noqa: E402
 from rootweaver_innovations.corpus import Passage  # noqa: E402
 from rootweaver_innovations.demo import demo_passages  # noqa: E402
 from rootweaver_innovations.packing import Budget

@@ -32,19 +32,20 @@ from rootweaver_capabilities.prompts import (
     answer_only_messages,
     ask_with_evidence,
     evidence_messages,
-    number_context,
     number_facts,
     parse_answer_only,
     parse_evidence_reply,
 )
+from rootweaver_innovations.budget import QwenTokenCounter
+from rootweaver_innovations.context_format import SynthContext
 from rootweaver_innovations.extractive import extractive_answer
 from rootweaver_innovations.records import Fact
-from rootweaver_innovations.packing import QwenTokenCounter
+from rootweaver_innovations.strategies import make_compactor
 
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "Who wrote Dune?"}]
 FACTS = (Fact("d", "Dune", "Dune is a 1965 novel by Frank Herbert.", 0, 0, "Dune author"),
          Fact("d", "Dune", "It won the Hugo Award.", 1, 0, "Dune author"))
-CONTEXT = "From query: Dune author\n" + "\n".join(f.line for f in FACTS)
+CONTEXT = SynthContext(FACTS, ("Dune author",))
 
 
 class Recorder:
@@ -209,68 +210,69 @@ def test_token_counter_falls_back_to_tokenizer_file_when_server_has_no_endpoint(
 
 def test_synthesizer_degrades_to_extractive_with_its_own_outcome():
     synth = LLMSynthesizer(make_client(Recorder(refuse)), mode="evidence")
-    answer = synth("Who wrote Dune?", CONTEXT, FACTS)
+    answer = synth("Who wrote Dune?", CONTEXT)
     expected = extractive_answer("Who wrote Dune?", FACTS)
-    assert answer.text == expected.text and answer.cited_lines == expected.cited_lines
+    assert answer.text == expected.text and answer.citations == expected.citations
     assert answer.method == "extractive (reader failed: unavailable)"
     assert answer.error_kind == "unavailable" and "after 3 attempt(s)" in answer.error
     assert answer.reader == "openai:reader" and answer.prompt_tokens is not None
     assert not hasattr(synth, "last_error")
 
 
-def test_synthesizer_shrinks_an_overlong_context_to_fit_instead_of_failing():
-    sent = []
+class _Recording:
+    """A compactor that records the budgets it is asked for, then runs ``inner``."""
 
+    def __init__(self, inner):
+        self.inner, self.budgets = inner, []
+
+    def __call__(self, request):
+        self.budgets.append(request.budget)
+        return self.inner(request)
+
+
+@pytest.mark.parametrize("mode", ["evidence", "answer"])
+def test_synthesizer_fits_an_overlong_context_with_the_configured_strategy(mode):
     def reply(n):
         return httpx.Response(200, json={"choices": [{"message": {"content": '{"answer": "Frank Herbert", '
                                                                              '"evidence": [1]}'}}]})
 
-    recorder = Recorder(reply)
-    context = "\n".join(f"Dune | Filler sentence number {i} about nothing in particular." for i in range(60))
-    context = "Dune | Dune is a 1965 novel by Frank Herbert.\n" + context
-    client = make_client(recorder, window=900, max_tokens=64)
-    answer = LLMSynthesizer(client, mode="evidence")("Who wrote Dune?", context)
-    sent = [json.loads(r.content) for r in recorder.requests]
-    assert len(sent) == 1 and answer.error_kind == "" and answer.text == "Frank Herbert"
-    assert answer.context_chars < len(context) and answer.prompt_tokens <= 900 - 64
-    assert len(render_chatml(sent[0]["messages"])) == answer.prompt_tokens  # CharCounter: 1 token per char
-
-
-def test_synthesizer_numbers_the_facts_it_is_given_and_shrinks_over_them():
-    def reply(n):
-        return httpx.Response(200, json={"choices": [{"message": {"content": '{"answer": "Frank Herbert", '
-                                                                             '"evidence": [1, 2]}'}}]})
-
     facts = [Fact("d", "Dune", "Dune is a 1965 novel by Frank Herbert.", 0, hop=0, sub_query="Dune author")]
     facts += [Fact(f"f{i}", f"Filler {i}", f"Filler sentence number {i} about nothing.", 0, hop=0, sub_query="Dune author")
               for i in range(60)]
-    context = "this text is not read when facts are given"
-    small = LLMSynthesizer(make_client(Recorder(reply)), mode="evidence")("Who wrote Dune?", context, facts[:2])
-    assert small.cited_lines == (facts[0].line, facts[1].line)
+    context = SynthContext(tuple(facts), ("Dune author",))
+    small = LLMSynthesizer(make_client(Recorder(reply)), mode="evidence")("Who wrote Dune?", context.with_facts(facts[:2], "facts"))
+    assert small.citations == (facts[0],)
 
-    recorder = Recorder(reply)
-    answer = LLMSynthesizer(make_client(recorder, window=900, max_tokens=64), mode="evidence")(
-        "Who wrote Dune?", "\n".join(f.line for f in facts), facts)
+    recorder, compactor = Recorder(reply), _Recording(make_compactor("line"))
+    answer = LLMSynthesizer(make_client(recorder, window=900, max_tokens=64), mode=mode, compactor=compactor)(
+        "Who wrote Dune?", context)
     (sent,) = [json.loads(r.content) for r in recorder.requests]
     shown = sent["messages"][-1]["content"]
-    assert "1: Dune | Dune is a 1965 novel by Frank Herbert." in shown  # the line compactor kept the answer
-    assert answer.cited_lines[0] == facts[0].line and answer.prompt_tokens <= 900 - 64
-    assert shown.count("Filler") < 60 and "From query:" not in shown
+    assert compactor.budgets and all(b.unit == "tokens" for b in compactor.budgets)  # the strategy it was given
+    assert "Dune | Dune is a 1965 novel by Frank Herbert." in shown  # the line compactor kept the answer
+    assert answer.context_chars < len(context.text) and answer.prompt_tokens <= 900 - 64
+    assert len(render_chatml(sent["messages"])) == answer.prompt_tokens  # CharCounter: 1 token per char
+    assert shown.count("Filler") < 60 and ("From query:" in shown) == (mode == "answer")
+    if mode == "evidence":
+        assert answer.citations == (facts[0],) and "1: Dune | Dune is a 1965 novel" in shown
 
 
 def test_number_facts_renders_each_fact_once_and_skips_blank_ones():
-    facts = [Fact("a", "Dune", "Dune is a novel.", 0), Fact("a", "Dune", "   ", 1), Fact("b", "Hugo", "An award.", 0)]
-    numbered = number_facts(facts)
+    facts = [Fact("a", "Dune", "Dune is a novel.", 0), Fact("a", "Dune", "   ", 1), Fact("b", "Hugo", "An award.", 0, 1)]
+    numbered = number_facts(SynthContext(tuple(facts), ("q", "r")))
     assert numbered.text == "1: Dune | Dune is a novel.\n2: Hugo | An award."
-    assert numbered.lines == (facts[0].line, facts[2].line)
+    assert numbered.facts == (facts[0], facts[2])
+    assert numbered.cited([2, 1, 2, 9, 0]) == (facts[2], facts[0])
+    assert gold_line_ids(numbered, {("Hugo", "An award."), ("Dune", "absent")}) == {2}
 
 
 def test_both_prompts_name_the_options_of_a_choice_question_and_only_then():
-    numbered = number_facts([Fact("a", "Dune", "Dune is a novel.", 0)])
+    context = SynthContext((Fact("a", "Dune", "Dune is a novel.", 0),), ("q",))
+    numbered = number_facts(context)
     for question, line in [("Which band has more members, A Silent Film or The Frames?",
                             "The answer is one of: A Silent Film; The Frames."),
                            ("Are Dune and Hyperion both novels?", None), ("Who wrote Dune?", None)]:
-        for messages in (evidence_messages(question, numbered), answer_only_messages(question, numbered.text)):
+        for messages in (evidence_messages(question, numbered), answer_only_messages(question, context)):
             user = messages[-1]["content"]
             assert f"Question: {question}\n" in user
             assert ("The answer is one of:" in user) == (line is not None)
@@ -291,16 +293,6 @@ def test_synthesizer_rejects_unknown_mode():
 
 
 # ---- prompts -------------------------------------------------------------------------
-
-
-def test_number_context_numbers_fact_lines_only():
-    numbered = number_context(CONTEXT + "\n\nFrom query: x\nHugo | An award.")
-    assert numbered.text.split("\n") == [
-        "From query: Dune author", "1: Dune | Dune is a 1965 novel by Frank Herbert.",
-        "2: Dune | It won the Hugo Award.", "", "From query: x", "3: Hugo | An award.",
-    ]
-    assert numbered.cited_lines([3, 1, 3, 9, 0]) == ("Hugo | An award.", "Dune | Dune is a 1965 novel by Frank Herbert.")
-    assert gold_line_ids(numbered, {("Hugo", "An award."), ("Dune", "absent")}) == {3}
 
 
 @pytest.mark.parametrize("reply, expected", [
@@ -366,7 +358,7 @@ def test_malformed_reply_is_retried_once_then_reported():
             return replies[len(calls) - 1]
         return fn
 
-    numbered = number_context(CONTEXT)
+    numbered = number_facts(CONTEXT)
     ok = ask_with_evidence(complete(["Frank Herbert", '{"answer": "Frank Herbert", "evidence": [1]}']), "q", numbered)
     assert not ok.malformed and ok.answer == "Frank Herbert" and ok.evidence == (1,) and len(calls) == 2
     # the retry carries the bad reply and a correction

@@ -34,6 +34,7 @@ from rootweaver_capabilities.llm import LLMSynthesizer, OpenAIChatClient, scrub
 from rootweaver_innovations.comparison import choice_options
 from rootweaver_innovations.demo import demo_passages, load_questions
 from rootweaver_innovations.extractive import extractive_answer
+from rootweaver_innovations.context_format import SynthContext
 from rootweaver_innovations.records import Fact
 from rootweaver_innovations.packing import QwenTokenCounter
 from rootweaver_innovations.retrieval import BM25Retriever
@@ -43,7 +44,7 @@ DEADLINE_S = 1.5
 MARGIN = 1.10
 FACTS = (Fact("d", "Dune", "Dune is a 1965 novel by Frank Herbert.", 0, 0, "Dune author"),
          Fact("d", "Dune", "It won the Hugo Award.", 1, 0, "Dune author"))
-CONTEXT = "From query: Dune author\n" + "\n".join(f.line for f in FACTS)
+CONTEXT = SynthContext(FACTS, ("Dune author",))
 QUESTION = "Who wrote Dune?"
 
 
@@ -198,7 +199,7 @@ def test_every_fault_ends_within_the_deadline_degraded_labelled_and_without_the_
     server = fault_server(fault)
     synth = LLMSynthesizer(_client(server.url, token_counter=QwenTokenCounter()), mode=mode)
     started = time.monotonic()
-    answer = synth(QUESTION, CONTEXT, FACTS)
+    answer = synth(QUESTION, CONTEXT)
     elapsed = time.monotonic() - started
     assert elapsed <= DEADLINE_S * MARGIN, f"{name}: {elapsed:.2f} s for a {DEADLINE_S} s deadline"
     assert answer.error_kind == kind, answer.error

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.compaction import compact_lines
+from rootweaver_innovations.compaction import CompactionRequest, LineCompactor
 from rootweaver_innovations.multihop import (
     STOP_ALL_ANSWERED,
     STOP_MAX_HOPS,
@@ -18,7 +18,7 @@ from rootweaver_innovations.multihop import (
 )
 from rootweaver_innovations.extractive import answer_span, extractive_answer
 from rootweaver_innovations.records import Fact
-from rootweaver_innovations.packing import Budget
+from rootweaver_innovations.budget import Budget
 from rootweaver_innovations.strategies import make_compactor, strategy_names
 
 
@@ -55,9 +55,8 @@ def test_trajectory_identical_on_and_off_at_random_budgets(demo_retriever, golde
     assert (on.hop_count, on.stop_reason, on.sub_queries) == (off.hop_count, off.stop_reason, off.sub_queries)
     assert on.full_context == off.full_context
     assert on.context_chars <= budget
-    assert on.synth_context == compact_lines(
-        off.full_context, max_chars=budget, question=off.question, open_terms=off.open_terms
-    ).text
+    alone = LineCompactor()(CompactionRequest(off.question, off.full, off.open_terms, Budget.chars(budget)))
+    assert on.synth == alone.context and on.synth_context == alone.text
 
 
 @settings(max_examples=200, deadline=None)
@@ -113,7 +112,7 @@ def test_extractive_answer_cites_the_best_sentence_and_cuts_the_span():
         Fact("b", "Other", "Other things happened elsewhere.", 0, 0, "q"),
     )
     ans = extractive_answer("When was Ada Lovelace born?", facts)
-    assert ans.text == "1815" and ans.cited_lines == ("Ada Lovelace | Ada Lovelace was born in London in 1815.",)
+    assert ans.text == "1815" and ans.citations == (facts[0],)
     assert "no LLM" in ans.method and extractive_answer("When?", ()).text == ""
     assert answer_span("Where was Ada Lovelace born?", facts[0].sentence) == "London"
     assert answer_span("How many children did she have?", "She had 3 children.") == "3 children"
@@ -141,4 +140,4 @@ def test_public_api_is_pinned():
     import rootweaver_innovations as rw
 
     assert sorted(rw.__all__) == sorted(n for n in rw.__all__ if hasattr(rw, n))
-    assert {"MultiHopRAG", "compact_lines", "reasoning_key_terms", "make_compactor"} <= set(rw.__all__)
+    assert {"MultiHopRAG", "SynthContext", "reasoning_key_terms", "make_compactor", "register_answer_rule"} <= set(rw.__all__)

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rootweaver_innovations.compaction import CompactionRequest
+from rootweaver_innovations.context_format import SynthContext
 from rootweaver_innovations.packing import Budget, Similarity, pack, tfidf_similarity
 from rootweaver_innovations.packing import objective as objective_module
 from rootweaver_innovations.packing import policies as policies_module
@@ -126,7 +127,7 @@ def test_a_large_tfidf_similarity_holds_no_matrix_and_reads_in_bounded_blocks():
 
 def _request(*sentences: str) -> CompactionRequest:
     facts = tuple(Fact(f"p{i}", "T", s, 0, 0, "q") for i, s in enumerate(sentences))
-    return CompactionRequest("fact", facts, ("q",), (), Budget.chars(100))
+    return CompactionRequest("fact", SynthContext(facts, ("q",)), (), Budget.chars(100))
 
 
 @pytest.mark.parametrize("strategy", strategy_names())

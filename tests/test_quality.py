@@ -64,7 +64,9 @@ def test_select_questions_skips_yes_no_and_cited_lines_score_against_gold_facts(
                ("Dune", "Herbert"), (("Dune", 1), ("Herbert", 0)))
     yes = QARow("y", "Is Dune a novel?", "yes", qa.passages, ("Dune",), ())
     assert select_questions([yes, qa, yes, qa], 1) == [qa] and len(select_questions([yes, qa, qa], None)) == 2
-    g1, other = "Dune | It was written by Frank Herbert.", "Dune | Dune is a novel."
+    from rootweaver_innovations.records import Fact
+
+    g1, other = Fact("p1", "Dune", "It was written by Frank Herbert.", 1), Fact("p1", "Dune", "Dune is a novel.", 0)
     assert _cited_pr(qa, [g1, other]) == (0.5, 0.5)
     assert _cited_pr(qa, []) == (None, 0.0)
 
@@ -77,15 +79,17 @@ def test_evidence_scores_are_strict():
                (Passage("p1", "Dune", ("Dune is a novel.", "It was written by Frank Herbert.")),
                 Passage("p2", "Herbert", ("Frank Herbert was born in Tacoma.",))),
                ("Dune", "Herbert"), (("Dune", 1), ("Herbert", 0)))
+    from rootweaver_innovations.context_format import SynthContext
     from rootweaver_innovations.records import Fact
 
-    facts = [Fact("p1", "Dune", "Dune is a novel.", 0), Fact("p1", "Dune", "It was written by Frank Herbert.", 1),
-             Fact("p2", "Herbert", "Frank Herbert was born in Tacoma.", 0)]
-    g1, g2 = facts[1].line, facts[2].line
-    assert _ebg(qa, facts, "Frank Herbert", [g1, g2]) == {"ans": 1.0, "evid": 1.0, "joint": 1.0}
-    assert _ebg(qa, facts, "Frank Herbert", [g1]) == {"ans": 1.0, "evid": 0.0, "joint": 0.0}  # one gold line uncited
-    # g2 compacted away: it cannot be cited, so strict Evid fails even though every line present is cited
-    assert _ebg(qa, facts[:2], "Frank Herbert", [g1])["evid"] == 0.0
+    facts = (Fact("p1", "Dune", "Dune is a novel.", 0), Fact("p1", "Dune", "It was written by Frank Herbert.", 1),
+             Fact("p2", "Herbert", "Frank Herbert was born in Tacoma.", 0))
+    ctx = SynthContext(facts, ("q",))
+    g1, g2 = facts[1], facts[2]
+    assert _ebg(qa, ctx, "Frank Herbert", [g1, g2]) == {"ans": 1.0, "evid": 1.0, "joint": 1.0}
+    assert _ebg(qa, ctx, "Frank Herbert", [g1]) == {"ans": 1.0, "evid": 0.0, "joint": 0.0}  # one gold fact uncited
+    # g2 compacted away: it cannot be cited, so strict Evid fails even though every fact present is cited
+    assert _ebg(qa, ctx.with_facts(facts[:2], "facts"), "Frank Herbert", [g1])["evid"] == 0.0
 
 
 def test_merge_reports_resummarises_disjoint_chunks():

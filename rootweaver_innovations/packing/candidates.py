@@ -133,7 +133,7 @@ def rank_order(candidates: Sequence[Candidate]) -> list[int]:
 class Header:
     """A line emitted once, just before the first kept candidate that belongs to it.
 
-    Used for hop headers (``"From query: ..."``) in the synthesis context: the header's
+    Used for hop headers (:func:`~rootweaver_innovations.context_format.format_header`): the header's
     text and separator count against the budget only when one of its candidates is kept.
     ``position`` orders it among the candidates when the packet is rendered.
     """
