@@ -106,6 +106,18 @@ def _cmd_e2e(args: argparse.Namespace) -> int:
     return 0 if rep["synth"]["trajectories_identical_across_settings"] else 1
 
 
+def _cmd_answer_rules(args: argparse.Namespace) -> int:
+    from .answer_rules import answer_rules_markdown, run_answer_rules_eval
+
+    path, rows = _rows(args)
+    rep = run_answer_rules_eval(rows, opaque_titles=args.opaque_titles, n_resamples=args.resamples, seed=args.seed,
+                                show_progress=not args.quiet)
+    rep["provenance"] = provenance(["rootweaver", *sys.argv[1:]], [path], {"bootstrap": args.seed})
+    name = f"answer-rules-{args.dataset}-{args.rows}{'-opaque' if args.opaque_titles else ''}"
+    _finish(args.name or name, args, rep, answer_rules_markdown(rep, name))
+    return 0
+
+
 def _token_budgets(text: str) -> list[int | str]:
     """Comma list of positive ints and/or ``half``."""
     out: list[int | str] = []
@@ -207,6 +219,14 @@ def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     common(t)
     t.set_defaults(func=_cmd_trajectory)
 
+    def halves(p: argparse.ArgumentParser) -> None:
+        """Layout, row half and bootstrap options of the open-pool evals."""
+        p.add_argument("--opaque-titles", action="store_true", help="replace every passage title by an opaque id")
+        p.add_argument("--rows", choices=("all", "even", "odd"), default="all",
+                       help="even/odd-indexed rows only (after --limit): the tuning / held-out halves")
+        p.add_argument("--resamples", type=int, default=10_000, help="paired-bootstrap resamples")
+        p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+
     def data(p: argparse.ArgumentParser) -> None:
         p.add_argument("--dataset", choices=sorted(DATASETS), default="hotpotqa")
         p.add_argument("--data", type=Path, help="any file in one of the three layouts (overrides --dataset)")
@@ -219,13 +239,9 @@ def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     pk.add_argument("--policies", type=_csv, default=list(POLICY_ORDER))
     pk.add_argument("--budgets", type=_csv_ints, default=list(BUDGETS))
     pk.add_argument("--open-pool", action="store_true", help="retrieve from all paragraphs of the file")
-    pk.add_argument("--opaque-titles", action="store_true", help="replace every passage title by an opaque id")
     pk.add_argument("--similarity", choices=("tfidf", "dense"), default="tfidf")
     pk.add_argument("--reference", default="submodular", help="policy compared against each other with CIs")
-    pk.add_argument("--resamples", type=int, default=10_000)
-    pk.add_argument("--seed", type=int, default=0)
-    pk.add_argument("--rows", choices=("all", "even", "odd"), default="all",
-                    help="even/odd-indexed rows only (after --limit): the tuning / held-out halves")
+    halves(pk)
     common(pk)
     pk.set_defaults(func=_cmd_packing)
 
@@ -237,13 +253,15 @@ def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--char-budgets", type=_csv_ints, default=[], help="synth budgets in chars (optional)")
     e.add_argument("--max-passages", type=_positive_int, default=10, help="the loop's passage budget per question")
     e.add_argument("--stop-rule", choices=STOP_RULES, default="evidence", help="the loop's hop policy")
-    e.add_argument("--opaque-titles", action="store_true", help="replace every passage title by an opaque id")
-    e.add_argument("--rows", choices=("all", "even", "odd"), default="all",
-                   help="even/odd-indexed rows only (after --limit): the tuning / held-out halves")
-    e.add_argument("--resamples", type=int, default=10_000, help="paired-bootstrap resamples")
-    e.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    halves(e)
     common(e)
     e.set_defaults(func=_cmd_e2e)
+
+    ar = esub.add_parser("answer-rules", help="each registered answer rule's effect on EM/F1 (product path, reader none)")
+    data(ar)
+    halves(ar)
+    common(ar)
+    ar.set_defaults(func=_cmd_answer_rules)
 
     qu = esub.add_parser("quality", help="answer quality on the product path (capability + open pool + reader), "
                          "with the compaction on/off gate")

@@ -60,7 +60,7 @@ def run_frontload_eval(
     """
     import time
 
-    from rootweaver_innovations.rerank import (
+    from evals.rerank import (
         ORDERINGS,
         BiEncoderScorer,
         BM25TermVectors,

@@ -10,7 +10,7 @@
   pressure-adaptive controller (pure computation on the service times it is given);
 - :mod:`evals.pace_render`: the Markdown tables and the PNG;
 - this module: the CLI and the two measurements that feed the simulation, the reranker's
-  service time per ``D`` (the real :class:`~rootweaver_innovations.rerank.BiEncoderScorer`
+  service time per ``D`` (the real :class:`~evals.rerank.BiEncoderScorer`
   on this machine) and, when ``LLM_BASE_URL`` is set, the LLM's mean service time through
   the product's :class:`~rootweaver_capabilities.llm.OpenAIChatClient`.
 """
@@ -42,7 +42,7 @@ def measure_rerank_service(embedder, passages: Sequence[Passage], depths: Sequen
     """
     import time
 
-    from rootweaver_innovations.rerank import BiEncoderScorer
+    from evals.rerank import BiEncoderScorer
 
     if len(passages) < max(depths):
         raise ValueError(f"need {max(depths)} passages to time depth {max(depths)}, got {len(passages)}")
@@ -127,7 +127,7 @@ def _pace_report(args) -> dict:
     import json
     import os
 
-    from rootweaver_innovations.frontload import DepthController
+    from evals.frontload import DepthController
 
     controller = DepthController()
     llm_base_url = os.environ.get("LLM_BASE_URL") or None
@@ -153,7 +153,7 @@ def _pace_report(args) -> dict:
         }
     llm = {"llm_service_s": args.llm_service, "llm_servers": args.llm_servers}
     if llm_base_url:
-        from rootweaver_innovations.rerank import passage_text
+        from evals.rerank import passage_text
 
         prompts = [
             "Answer briefly.\n" + "\n".join(passage_text(p) for p in passages[5 * i : 5 * i + 5]) + f"\nQuestion: {q}"

@@ -44,7 +44,7 @@ def simulate_tandem(
     ``arrivals`` sorted arrival times; ``rerank_service[D]`` the reranker's service time
     at depth ``D``; ``llm_service[i]`` request ``i``'s LLM service time on one of
     ``llm_servers`` parallel slots. ``policy`` is a fixed depth (``int``) or a
-    :class:`~rootweaver_innovations.frontload.DepthController` (anything with ``d_max``
+    :class:`~evals.frontload.DepthController` (anything with ``d_max``
     and ``next_depth``), which decides each request's depth when its rerank service
     starts from the two backlogs at that instant: seconds of queued (not yet started)
     work, per server, at each stage. Both stages are FIFO, so the events are processed
@@ -135,7 +135,7 @@ def run_pace_simulation(
     recall over its requests. Returns a JSON-ready report.
     """
     if controller is None:
-        from rootweaver_innovations.frontload import DepthController
+        from evals.frontload import DepthController
 
         controller = DepthController()
     rates_given = rates is not None

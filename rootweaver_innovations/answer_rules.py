@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 from .comparison import date_comparison_answer
 from .multihop import AnswerRule
+from .registry import register
 
 __all__ = ["ANSWER_RULES", "DEFAULT_ANSWER_RULES", "answer_rule_names", "make_answer_rules", "register_answer_rule"]
 
@@ -22,11 +23,7 @@ DEFAULT_ANSWER_RULES = ("date_comparison",)
 
 def register_answer_rule(name: str, rule: AnswerRule) -> None:
     """Add ``rule`` under a new non-empty ``name`` (``ValueError`` otherwise)."""
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"answer rule name must be a non-empty str, got {name!r}")
-    if name in ANSWER_RULES:
-        raise ValueError(f"answer rule {name!r} is already registered")
-    ANSWER_RULES[name] = rule
+    register(ANSWER_RULES, "answer rule", name, rule)
 
 
 def answer_rule_names() -> tuple[str, ...]:

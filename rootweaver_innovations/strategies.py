@@ -25,6 +25,7 @@ from typing import Protocol
 
 from .compaction import CompactionRequest, CompactionResult, LineCompactor
 from .packing.compactor import PackingCompactor
+from .registry import register
 
 __all__ = [
     "DEFAULT_BUDGET_TOKENS",
@@ -89,12 +90,8 @@ DEFAULT_BUDGET_TOKENS = 160  # reader tokens: on 80 even-half HotpotQA questions
 
 
 def register_strategy(name: str, factory: Callable[[], Compactor]) -> None:
-    """Add a strategy under a new non-empty ``name`` (``ValueError`` otherwise)."""
-    if not isinstance(name, str) or not name or name == "off":
-        raise ValueError(f"strategy name must be a non-empty str other than 'off', got {name!r}")
-    if name in STRATEGIES:
-        raise ValueError(f"strategy {name!r} is already registered")
-    STRATEGIES[name] = factory
+    """Add a strategy under a new non-empty ``name`` other than ``"off"`` (``ValueError`` otherwise)."""
+    register(STRATEGIES, "strategy", name, factory, reserved=("off",))
 
 
 def strategy_names() -> tuple[str, ...]:

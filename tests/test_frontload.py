@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.frontload import (
+from evals.frontload import (
     CoverageObjective,
     DepthController,
     anchor_scores,

@@ -18,7 +18,7 @@ from evals.pace import measure_llm_service
 from evals.pace_render import frontload_markdown, pace_markdown, plot_pace
 from evals.pace_sim import fit_service, run_pace_simulation, simulate_tandem
 from rootweaver_innovations.corpus import Passage, QARow
-from rootweaver_innovations.frontload import DepthController
+from evals.frontload import DepthController
 
 SERVICE = {20: 0.2, 40: 0.4, 50: 0.5, 60: 0.6, 80: 0.8, 100: 1.0}
 
@@ -141,7 +141,7 @@ def test_llm_timing_talks_openai_chat_and_fails_clearly():
         measure_llm_service(url, ["p"])  # the server is gone
 
 
-SIM_IMPORTS = {"__future__", "heapq", "collections.abc", "dataclasses", "numpy", "rootweaver_innovations.frontload"}
+SIM_IMPORTS = {"__future__", "heapq", "collections.abc", "dataclasses", "numpy", "evals.frontload"}
 
 
 def test_the_simulation_module_is_pure():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rootweaver_innovations.corpus import Passage
-from rootweaver_innovations.rerank import (
+from evals.rerank import (
     BiEncoderScorer,
     BM25TermVectors,
     CrossEncoderScorer,

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..registry import register
 from .selection import PackResult, Packed, account, screen
 from ..budget import Budget
 from .knapsack import Knapsack
@@ -104,12 +105,7 @@ POLICIES: dict[str, Policy] = {}
 
 def register_policy(name: str, policy: Policy) -> Policy:
     """Add ``policy`` under ``name`` (a new non-empty name, else ``ValueError``)."""
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"policy name must be a non-empty str, got {name!r}")
-    if name in POLICIES:
-        raise ValueError(f"policy {name!r} is already registered")
-    POLICIES[name] = policy
-    return policy
+    return register(POLICIES, "policy", name, policy)
 
 
 def _naive(p: PackingProblem) -> Selection:

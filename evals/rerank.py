@@ -22,11 +22,11 @@ from typing import Protocol
 
 import numpy as np
 
-from .corpus import Passage
-from .embeddings import Embedder
+from rootweaver_innovations.corpus import Passage
+from rootweaver_innovations.embeddings import Embedder
 from .frontload import frontload, mmr_order
-from .retrieval import BM25Retriever, ScoredPassage, top_k_indices
-from .text import bm25_tokenize
+from rootweaver_innovations.retrieval import BM25Retriever, ScoredPassage, top_k_indices
+from rootweaver_innovations.text import bm25_tokenize
 
 __all__ = [
     "ORDERINGS",
