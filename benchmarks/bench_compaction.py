@@ -1,10 +1,10 @@
-"""Median time to compact an ~8 KB, 5-hop context, beside a baseline from the same run.
+"""Median time of the line compactor on an ~8 KB, 5-hop trajectory, beside a baseline from the same run.
 
 Usage: python benchmarks/bench_compaction.py [--repeats 2000] [--budget 2000]
 
-The context is built from the bundled demo corpus: 5 hop blocks ("From query: ..." header
-plus the fact lines of 2 passages each), grown or cut to ~8 KB. Baseline: the cost of
-``"\\n".join(text.split("\\n"))`` over the same text (the least any line-based pass pays).
+The trajectory is built from the bundled demo corpus: 5 hops (a sub-query and the facts of 2
+passages each), grown or cut to ~8 KB of rendered full context. Baseline: rendering that full
+context to text from its facts (the least any pass over the context pays).
 """
 
 from __future__ import annotations
@@ -15,27 +15,31 @@ import platform
 import statistics
 import time
 
-from rootweaver_innovations.compaction import compact_lines, reasoning_key_terms
-from rootweaver_innovations.context_format import format_fact, format_header
+from rootweaver_innovations.budget import Budget
+from rootweaver_innovations.compaction import CompactionRequest, LineCompactor
+from rootweaver_innovations.context_format import SynthContext
 from rootweaver_innovations.demo import demo_passages, load_questions
+from rootweaver_innovations.records import Fact
+from rootweaver_innovations.text import reasoning_key_terms
 
 
-def build_context(target_chars: int = 8192, hops: int = 5) -> tuple[str, str, list[str]]:
+def build_request(budget: int, target_chars: int = 8192, hops: int = 5) -> CompactionRequest:
     passages = demo_passages()
     question = load_questions()[0].question
-    blocks, i = [], 0
-    per_block = target_chars // hops
+    queries = tuple(f"sub-query {h} {question}" for h in range(hops))
+    facts: list[Fact] = []
+    i, per_block = 0, target_chars // hops
     for h in range(hops):
-        lines = [format_header(f"sub-query {h} {question}")]
-        while sum(len(x) + 1 for x in lines) < per_block:
+        block: list[Fact] = []
+        while sum(len(f.line) + 1 for f in block) < per_block:
             p = passages[i % len(passages)]
             i += 1
-            lines.extend(format_fact(p.title, s) for s in p.sentences)
-        while sum(len(x) + 1 for x in lines) > per_block - 2:
-            lines.pop()
-        blocks.append("\n".join(lines))
-    text = "\n\n".join(blocks)
-    return text, question, reasoning_key_terms(f"{question} extra open terms")[:4]
+            block += [Fact(p.id, p.title, s, j, h, queries[h]) for j, s in enumerate(p.sentences)]
+        while sum(len(f.line) + 1 for f in block) > per_block - 2:
+            block.pop()
+        facts += block
+    open_terms = tuple(reasoning_key_terms(f"{question} extra open terms")[:4])
+    return CompactionRequest(question, SynthContext(tuple(facts), queries), open_terms, Budget(budget, "chars"))
 
 
 def median_us(fn, repeats: int, clock=time.perf_counter_ns) -> float:
@@ -52,15 +56,18 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2000)
     ap.add_argument("--budget", type=int, default=2000)
     args = ap.parse_args()
-    text, question, open_terms = build_context()
-    n_lines = text.count("\n") + 1
+    request = build_request(args.budget)
+    compactor = LineCompactor()
+    text = request.context.text
+    n_lines = request.context.rendering.line_count
     for _ in range(200):  # warm-up
-        compact_lines(text, max_chars=args.budget, question=question, open_terms=open_terms)
+        compactor(request)
+
     def baseline() -> str:
-        return "\n".join(text.split("\n"))
+        return SynthContext(request.facts, request.hop_queries).text  # a new record: rendered afresh
 
     def compact() -> object:
-        return compact_lines(text, max_chars=args.budget, question=question, open_terms=open_terms)
+        return compactor(request)
 
     print(f"python {platform.python_version()} on {platform.machine()}, {args.repeats} repeats, "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -69,7 +76,7 @@ def main() -> None:
     for label, clock in (("wall", time.perf_counter_ns), ("thread CPU", time.thread_time_ns)):
         base = median_us(baseline, args.repeats, clock)
         comp = median_us(compact, args.repeats, clock)
-        print(f"[{label}] baseline split+join {base:8.2f} us | compact_lines {comp:8.2f} us "
+        print(f"[{label}] baseline render {base:8.2f} us | line compactor {comp:8.2f} us "
               f"= {comp / base:5.1f}x baseline | target < 100 us: {'MET' if comp < 100 else 'NOT MET'}")
 
 

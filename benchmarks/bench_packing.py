@@ -33,6 +33,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 
 from rootweaver_innovations.compaction import CompactionRequest  # noqa: E402
+from rootweaver_innovations.context_format import SynthContext  # noqa: E402
 from rootweaver_innovations.demo import demo_passages, load_questions  # noqa: E402
 from rootweaver_innovations.packing import Budget  # noqa: E402
 from rootweaver_innovations.packing.compactor import PackingCompactor  # noqa: E402
@@ -47,14 +48,14 @@ def build_request(n_facts: int) -> CompactionRequest:
     question = load_questions()[0].question
     hits = BM25Retriever(demo_passages()).search(question, 40)
     facts = facts_from_passages([h.passage for h in hits], sub_query=question, scores=[h.score for h in hits])
-    return CompactionRequest(question, tuple(facts[:n_facts]), (question,), (), Budget.tokens(BUDGET_TOKENS))
+    return CompactionRequest(question, SynthContext(tuple(facts[:n_facts]), (question,)), (), Budget.tokens(BUDGET_TOKENS))
 
 
 def renewed(request: CompactionRequest, k: int) -> CompactionRequest:
     """``request`` with every fact's title and sentence made new (a marker word appended), so
     no per-text memo (token counts, parses, BM25 terms) holds them: a new question's facts."""
     facts = tuple(dataclasses.replace(f, title=f"{f.title} v{k}", sentence=f"{f.sentence} v{k}") for f in request.facts)
-    return dataclasses.replace(request, facts=facts)
+    return dataclasses.replace(request, context=request.context.with_facts(facts, "full"))
 
 
 def main() -> None:

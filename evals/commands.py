@@ -297,6 +297,4 @@ def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
 
     for name, help_text in (("frontload", "PACE: complete-evidence recall@5 with/without frontloading (see --help)"),
                             ("pace", "PACE: queueing simulation of fixed vs adaptive rerank depth (see --help)")):
-        pace = esub.add_parser(name, help=help_text, add_help=False)
-        pace.add_argument("rest", nargs=argparse.REMAINDER)
-        pace.set_defaults(run_raw=pace_main)
+        esub.add_parser(name, help=help_text, add_help=False).set_defaults(run_raw=pace_main)  # options: its own

@@ -258,9 +258,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if hasattr(signal, "SIGPIPE") and argv is None:  # `rootweaver ... | head` ends quietly
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     raw = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(command=raw[0] if raw else None).parse_args(raw)
+    parser = build_parser(command=raw[0] if raw else None)
+    args, unknown = parser.parse_known_args(raw)
     if getattr(args, "run_raw", None) is not None:  # a plug-in command that parses its own options
         return args.run_raw(raw[1:])
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return args.func(args)
     except (UsageError, CorpusError, ValueError, OSError) as exc:

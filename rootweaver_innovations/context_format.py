@@ -65,10 +65,10 @@ class SynthContext:
     def __post_init__(self) -> None:
         if self.layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
-        if self.layout != "facts":
-            for i, f in enumerate(self.facts):
-                if not 0 <= f.hop < len(self.hop_queries):
-                    raise ValueError(f"fact {i} has hop {f.hop}, but there are {len(self.hop_queries)} hops")
+        hops = len(self.hop_queries)
+        if self.layout != "facts" and self.facts and max(f.hop for f in self.facts) >= hops:  # Fact.hop >= 0
+            i, f = next((i, f) for i, f in enumerate(self.facts) if f.hop >= hops)
+            raise ValueError(f"fact {i} has hop {f.hop}, but there are {hops} hops")
 
     @functools.cached_property
     def rendering(self) -> Rendering:
