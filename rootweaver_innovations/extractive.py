@@ -23,7 +23,7 @@ from .context_format import SynthContext
 from .hops import comparison_entities
 from .multihop import Answer
 from .packing import Budget, fact_candidates, packing_problem
-from .packing.evidence import answer_likelihood
+from .evidence import score
 from .records import Fact
 from .text import MONTH_PATTERN, entity_spans
 
@@ -67,7 +67,7 @@ def extractive_answer(question: str, facts: Sequence[Fact]) -> Answer:
     cands = fact_candidates(question, facts)
     if not cands:
         return Answer(text="", citations=(), method=EXTRACTIVE_METHOD)
-    p = answer_likelihood(packing_problem(cands, question, _SCORING_BUDGET))
+    p = score(packing_problem(cands, question, _SCORING_BUDGET)).answers
     fact = [f for f in facts if f.sentence.strip()][int(np.argmax(p))]
     span = answer_span(question, fact.sentence)
     return Answer(text=span or fact.body, citations=(fact,), method=EXTRACTIVE_METHOD)

@@ -45,15 +45,9 @@ from evals.packing import TOP_K, retrieved_candidates
 from rootweaver_innovations.corpus import CorpusError, load_qa_rows
 from rootweaver_innovations.diagnostics import answer_in_context
 from rootweaver_innovations.multihop import MultiHopRAG
-from rootweaver_innovations.packing import Budget, EvidenceModel, default_token_counter, fact_candidates, pack
+from rootweaver_innovations.evidence import MODEL_FILE, EvidenceModel, EvidenceParams, ProblemFeatures
+from rootweaver_innovations.packing import Budget, default_token_counter, fact_candidates, pack
 from rootweaver_innovations.packing import register_policy
-from rootweaver_innovations.packing.evidence import (
-    MODEL_FILE,
-    EvidenceParams,
-    _document_features,
-    _structure,
-    evidence_features,
-)
 from rootweaver_innovations.packing.policies import POLICIES, PackingProblem, Selection
 from rootweaver_innovations.retrieval import BM25Retriever
 
@@ -183,11 +177,13 @@ def main() -> None:
                     + (f", counted {k} times" if k > 1 else ""))
     params = EvidenceModel.load(args.out).params if args.out.is_file() else EvidenceParams()
 
-    doc_x, doc_y, doc_names = [], [], None
+    doc_x, doc_y, doc_names, features = [], [], None, []
     for _row, gold, pr in captured:
-        s = _structure(pr)
-        doc_names, x = _named(_document_features(pr, s), len(s.titles))
+        f = ProblemFeatures(pr)
+        columns = f.documents()
+        doc_names, x = _named(columns, f.n_documents)
         doc_x.append(x)
+        features.append((f, columns))
         first = {}
         for c, d in zip(pr.candidates, pr.doc_index.tolist()):
             first.setdefault(d, c.doc_id)
@@ -196,13 +192,13 @@ def main() -> None:
     doc_model = EvidenceModel(dict(zip(doc_names, w_doc.tolist())), b_doc, {})
 
     groups, sent_names = [], None
-    for (row, _gold, pr), x in zip(captured, doc_x):
+    for (row, _gold, pr), (f, columns) in zip(captured, features):
         if row.answer.strip().lower() in ("yes", "no"):
             continue
         y = np.array([float(answer_in_context(row.answer, c.text)) for c in pr.candidates])
         if y.any():
-            q = doc_model.document_likelihood(_document_features(pr, _structure(pr)), x.shape[0])
-            sent_names, feats = _named(evidence_features(pr, q), len(pr.candidates))
+            q = doc_model.document_likelihood(columns, f.n_documents)
+            sent_names, feats = _named(f.sentences(q), len(pr.candidates))
             groups.append((feats, y))
     w_sent = fit_conditional_logit(groups, args.l2)
 

@@ -12,18 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import budgets, candidate_lists, queries
 
+from rootweaver_innovations.evidence import EvidenceParams, ProblemFeatures, score
+from rootweaver_innovations.evidence.features import _holders, _lead_entity
 from rootweaver_innovations.packing import POLICIES, Budget, Candidate, EvidenceModel, fact_candidates, pack
-from rootweaver_innovations.packing.evidence import (
-    EvidenceParams,
-    _cover,
-    _holders,
-    _lead_entity,
-    answer_likelihood,
-    document_features,
-    document_likelihood,
-    evidence_features,
-    evidence_policy,
-)
+from rootweaver_innovations.packing.evidence_policy import _cover, evidence_policy
 from rootweaver_innovations.packing.knapsack import Knapsack
 from rootweaver_innovations.packing.objective import query_incidence
 from rootweaver_innovations.packing.policies import PackingProblem
@@ -82,8 +74,8 @@ def _value(chosen, p, bonus, problem, params):
 def test_cover_is_the_brute_force_optimum(cands, query, limit, coverage, price, options, per_doc):
     params = EvidenceParams(coverage=coverage, price=price, options_per_doc=options, max_per_doc=per_doc)
     problem = _problem(cands, query, Budget.chars(limit))
-    p = answer_likelihood(problem)
-    bonus = coverage * document_likelihood(problem)
+    p, q = score(problem)
+    bonus = coverage * q
     cost, cap = problem.knapsack.item, problem.knapsack.capacity
     allowed = set()  # each document's `options` best sentences by p (ties by input order) and its cheapest
     for d in set(problem.doc_index.tolist()):
@@ -125,13 +117,14 @@ def test_everything_that_fits_is_kept_whole_and_shares_are_a_distribution():
     res = pack("evidence", cands, "When was Alice Smith born?", Budget.tokens(100))
     assert res.ids == ("c0", "c1") and res.omissions == ()
     problem = _problem(cands, "When was Alice Smith born?", Budget.tokens(100))
-    q = document_likelihood(problem)
-    feats = evidence_features(problem, q)
+    q = score(problem).documents
+    features = ProblemFeatures(problem)
+    feats = features.sentences(q)
     model = EvidenceModel.load()
-    assert set(model.sentence_weights) <= set(feats) and set(model.document_weights) <= set(document_features(problem))
+    assert set(model.sentence_weights) <= set(feats) and set(model.document_weights) <= set(features.documents())
     # the year cue fires on the when-question's sentence with a year, not on the other
     assert np.asarray(feats["year_cue"]).tolist() == [1.0, 0.0]
-    p = answer_likelihood(problem)
+    p = score(problem).answers
     assert np.all(p > 0) and p.sum() == pytest.approx(1.0)
     assert q.shape == (2,) and np.all((q > 0) & (q < 1))
 
@@ -151,7 +144,7 @@ def test_a_document_the_question_names_and_the_one_it_links_to_are_likelier_evid
     # A is named by the question and names B; C is an unrelated document ranked second, as
     # relevant as B: the title links must lift B above C.
     problem = _stadium_problem(("Alpha Club", "Gamma", "Beta Park"))
-    q = document_likelihood(problem)
+    q = score(problem).documents
     assert q[0] > q[1] and q[2] > q[1]
 
 
@@ -159,19 +152,19 @@ def test_without_titles_the_lead_entities_still_link_the_documents():
     # The same three documents with opaque ids as titles: A's lead entity is in the question
     # and A names B's lead entity ("Beta Park"); the title links are all off.
     problem = _stadium_problem(("doc-1", "doc-2", "doc-3"))
-    feats = document_features(problem)
+    feats = ProblemFeatures(problem).documents()
     assert feats["title_in_question"].tolist() == [False, False, False]  # titles say nothing
     assert feats["entity_in_question"].tolist() == [1.0, 0.0, 0.0]
     assert feats["entity_named_by_other"].tolist() == [False, False, True]
     assert feats["entity_names_other"].tolist() == [True, False, False]
-    assert document_likelihood(problem)[0] > 0.5  # the document the question names
+    assert score(problem).documents[0] > 0.5  # the document the question names
 
 
 @pytest.mark.parametrize("titles", [("Alpha Club", "Gamma", "Beta Park"), ("doc-1", "doc-2", "doc-3")])
 def test_named_by_relevance_is_the_relevance_of_the_sentence_naming_a_document(titles):
     # B is named (by title, or by its lead entity "Beta Park" without titles) in A's sentence,
     # the most relevant one; nothing names A or C.
-    feats = document_features(_stadium_problem(titles))
+    feats = ProblemFeatures(_stadium_problem(titles)).documents()
     assert feats["named_by_relevance"].tolist() == [0.0, 0.0, 1.0]
 
 
@@ -193,9 +186,9 @@ def test_hop_and_sub_query_come_from_the_fact_and_feed_the_follow_up_features():
     cands = fact_candidates("What team was Anna Benson's husband on?", facts)
     assert [(c.hop, c.sub_query) for c in cands] == [(f.hop, f.sub_query) for f in facts]
     problem = _problem(cands, "What team was Anna Benson's husband on?", Budget.tokens(100))
-    doc = document_features(problem)
+    doc = ProblemFeatures(problem).documents()
     assert doc["hop_1"].tolist() == [False, True] and doc["hop_2+"].tolist() == [False, False]
-    sent = evidence_features(problem, document_likelihood(problem))
+    sent = ProblemFeatures(problem).sentences(score(problem).documents)
     assert sent["sub_query_entity"].tolist() == [0.0, 0.0]  # "kris benson" is not in the second sentence
     assert sent["sub_query_coverage"][1] > 0  # "team" of the sub-query is not; "benson" is
     with pytest.raises(ValueError, match="hop"):
@@ -237,13 +230,13 @@ def test_the_model_file_names_features_and_provenance_and_bad_files_are_one_line
     unknown = dataclasses.replace(model, sentence_weights={**model.sentence_weights, "no_such_feature": 1.0})
     cands = [Candidate("a", "A", "Alpha was born in 1950.", 0, 1.0), Candidate("b", "B", "Beta.", 1, 0.5)]
     with pytest.raises(ValueError, match="no_such_feature"):
-        unknown.likelihoods(_problem(cands, "When was Alpha born?", Budget.chars(100)))
+        unknown.score(_problem(cands, "When was Alpha born?", Budget.chars(100)))
 
 
 def test_wording_features_read_the_bare_sentence_not_the_rendered_title():
     plain = Candidate("a", "A", "He was born in Paris.", 0, 1.0, source="Alpha")
     rendered = plain._replace(text="Alpha | He was born in Paris.", body="He was born in Paris.")
-    feats = [evidence_features(pr, document_likelihood(pr)) for pr in
+    feats = [ProblemFeatures(pr).sentences(score(pr).documents) for pr in
              (_problem([c], "Where was Alpha born?", Budget.chars(100)) for c in (plain, rendered))]
     assert feats[0]["pronoun_start"].tolist() == feats[1]["pronoun_start"].tolist() == [1.0]
     assert feats[1]["starts_with_title"].tolist() == [0.0]
@@ -254,8 +247,8 @@ def test_wording_features_read_the_bare_sentence_not_the_rendered_title():
 def test_the_cover_only_considers_the_documents_with_the_largest_bonus(cands, query, limit, max_docs):
     params = EvidenceParams(max_cover_docs=max_docs)
     problem = _problem(cands, query, Budget.chars(limit))
-    p = answer_likelihood(problem)
-    bonus = params.coverage * document_likelihood(problem)
+    p, q = score(problem)
+    bonus = params.coverage * q
     allowed = set(np.argsort(-bonus, kind="stable")[:max_docs].tolist())
     chosen = _cover(p, bonus, problem, params)
     assert {int(problem.doc_index[i]) for i in chosen} <= allowed

@@ -1,15 +1,17 @@
 """Budgeted evidence packing: candidates, budgets, the selection contract, policies, compactors.
 
 The public surface is listed in ``__all__``; everything else is an implementation detail.
-Imports run one way (candidates <- budget, selection <- policies <- evidence), so the
-package has no import cycle.
+Imports run one way (candidates <- budget, selection <- policies <- evidence_policy, which
+reads the evidence model of :mod:`rootweaver_innovations.evidence`), so the package has no
+import cycle. ``EvidenceModel`` and ``EvidenceParams`` are that package's, re-exported.
 """
 
 from __future__ import annotations
 
 from ..budget import UNITS, Budget, QwenTokenCounter, TokenCounter, default_token_counter
 from .candidates import Candidate, Header, fact_candidates
-from .evidence import EvidenceModel, EvidenceParams
+from ..evidence import EvidenceModel, EvidenceParams
+from . import evidence_policy  # registers the "evidence" policy (import order: after ..evidence)
 from .objective import SubmodularObjective, SubmodularWeights
 from .policies import POLICIES, PackingProblem, Selection, pack, packing_problem, register_policy
 from .selection import ConflictingCandidateError, Omission, PackResult, Packed

@@ -21,10 +21,8 @@ lazy greedy reproduce the plain greedy bit for bit.
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
 
 import numpy as np
 
@@ -43,7 +41,6 @@ __all__ = [
     "SubmodularObjective",
     "SubmodularWeights",
     "query_incidence",
-    "term_incidence",
     "quantise",
 ]
 
@@ -90,39 +87,6 @@ def query_incidence(query: str, texts: Sequence[str]) -> tuple[tuple[str, ...], 
     counts = [text_terms(t).counts for t in texts]
     found = np.fromiter([term in c for c in counts for term in terms], dtype=bool, count=len(counts) * len(terms))
     return terms, found.reshape(len(counts), len(terms))
-
-
-def term_incidence(terms: Sequence[str], lowered: Sequence[str]) -> np.ndarray:
-    """``bool[n, T]``: whether ``terms[k]`` (a run of ``\\w`` characters) occurs in the
-    already lowercased text ``lowered[i]`` bounded by non-word characters or the text's ends,
-    i.e. is one of its ``\\w+`` tokens.
-
-    Each term is searched once in all texts joined; a text holding it is passed at once, and
-    an unbounded occurrence is skipped whole (an occurrence starting inside it follows a word
-    character).
-    """
-    inc = np.zeros((len(lowered), len(terms)), dtype=bool)
-    if not terms or not lowered:
-        return inc
-    joined = "\n" + "\n".join(lowered) + "\n"  # "\n" is not a word character
-    starts = list(accumulate((len(t) + 1 for t in lowered), initial=1))  # text i: joined[starts[i]:starts[i + 1] - 1]
-    find = joined.find
-    rows: list[int] = []
-    cols: list[int] = []
-    for k, term in enumerate(terms):
-        width = len(term)
-        at = find(term)
-        while at >= 0:
-            before, after = joined[at - 1], joined[at + width]
-            if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):  # re's \w
-                i = bisect_right(starts, at) - 1
-                rows.append(i)
-                cols.append(k)
-                at = find(term, starts[i + 1])
-            else:
-                at = find(term, at + width)
-    inc[rows, cols] = True
-    return inc
 
 
 def _indices(idx: np.ndarray | Sequence[int] | None) -> np.ndarray | slice:

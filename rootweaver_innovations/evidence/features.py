@@ -1,82 +1,46 @@
-"""The ``evidence`` packing policy: which documents are evidence, which sentence holds the
-answer, then an exact covering knapsack.
+"""Named features of a packing problem's documents and sentences, what the evidence model reads.
 
-Why the other packers lose on multi-hop questions: their scores are lexical relevance, and
-the sentence that holds the answer of a bridge question usually shares few words with the
-question (it is in the *second* paragraph, reached through an entity the first one names).
-Per-token gains make it worse by favouring short, low-information sentences.
+Pure functions of a problem (:class:`EvidenceProblem`: what every packing policy sees, texts,
+titles, relevance, document order, the question, never a label); :class:`ProblemFeatures`
+parses a problem once and gives its two feature tables by name:
 
-This policy uses two fixed linear models over what every policy sees (texts, titles,
-relevance, document order, the question), never a label, then packs by an exact programme:
+- **document** features (:meth:`ProblemFeatures.documents`, one column over the documents in
+  ``doc_index`` order): retrieval rank, relevance, title links (its title is named by another
+  document, it names another's title, *second-order* links through a document whose title
+  the question names) and the question's words, and the same links without titles: each
+  document's *lead entity* (the capitalised name its first sentence opens with,
+  :func:`_lead_entity`) named by another document or by the question, how relevant the
+  sentence that names it (by title or lead entity) is, the hop that retrieved it and how well
+  it matches the sub-query of that hop (``hop`` / ``sub_query`` of its candidates), so
+  documents with opaque ids keep most of the signal;
+- **sentence** features (:meth:`ProblemFeatures.sentences`, one column over the candidates):
+  relevance, lead / second sentence of its document (a Wikipedia paragraph's first sentence
+  names its entity), answer-type cues (years for *when*, numbers for *how many*, birth
+  brackets for *who*), new capitalised words, title and lead-entity links, its hop and share
+  of its sub-query's terms, the question's head words, cost and its document's evidence
+  likelihood ``q_d`` (given, from a document model).
 
-1. **Documents** (:func:`document_features`, the model file's ``document`` section): ``q_d``, a logistic
-   model of "document ``d`` is needed evidence", from its retrieval rank, relevance, title
-   links (its title is named by another document, it names another's title, *second-order*
-   links through a document whose title the question names) and the question's words, and
-   the same links without titles: each document's *lead entity* (the capitalised name its
-   first sentence opens with, :func:`_lead_entity`) named by another document or by the
-   question, how relevant the sentence that names it (by title or lead entity) is, the hop
-   that retrieved it and how well it matches the sub-query of that hop
-   (``Candidate.hop`` / ``Candidate.sub_query``), so documents with opaque ids keep most of
-   the signal.
-2. **Sentences** (:func:`evidence_features`, the model file's ``sentence`` section): ``p_i``, the share of
-   "this sentence holds the answer" among the problem's candidates (a softmax, so the ``p``
-   of a problem sum to 1), from relevance, lead / second sentence of its document (a
-   Wikipedia paragraph's first sentence names its entity), answer-type cues (years for
-   *when*, numbers for *how many*, birth brackets for *who*), new capitalised words, title
-   and lead-entity links, its hop and share of its sub-query's terms, the question's head
-   words, cost and its document's ``q_d``.
-3. **Pack** (:func:`evidence_policy`): maximise
-   ``sum_i (p_i - price) + coverage * sum_{d covered} q_d`` under the token (or
-   char) capacity, where each document contributes one or two sentences among its
-   ``options_per_doc`` best by ``p`` and its cheapest one: a multiple-choice knapsack
-   solved exactly by dynamic programming over the integer capacity. The second term is
-   the expected number of needed documents the context covers: a document is worth at most
-   ``coverage`` beside answer shares that sum to 1, so a document the model is sure of (the
-   one the question names, on a chain of hops) does not outbid the later hop that holds
-   the answer.
-   The chosen sentences are taken best first, then the budget left is filled, best first
-   by ``p + fill_evidence * q_d``, with any candidate that fits.
-
-Both models are fitted state: weights by feature name, the packing parameters and their
-provenance live in ``rootweaver_innovations/data/evidence_model.json``, written by
-``scripts/fit_evidence_weights.py`` and read by one :class:`EvidenceModel` object. Features
-are computed by name and matched to the file's names, never by position. Features that look
-at wording read a candidate's ``content`` (its bare sentence), its title is its ``source``
-when set, else its ``doc_id``. Ties break by input order, so the policy is deterministic.
-When every candidate fits (within the snippet cap) it takes them all, so packing its own
-output is a no-op.
+Features that look at wording read a candidate's ``content`` (its bare sentence); its title
+is its ``source_key`` (``source`` when set, else ``doc_id``). Shared text knowledge (stop
+words, the word pattern, BM25 tokens) comes from :mod:`rootweaver_innovations.text`.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import re
 from bisect import bisect_right
-from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
-from importlib import resources
-from itertools import accumulate, chain, combinations
-from pathlib import Path
-from typing import Any, TypeVar
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from itertools import accumulate, chain
+from typing import Protocol, TypeVar
 
 import ahocorasick
 import numpy as np
 
 from ..text import STOP_WORDS, WORD, bm25_tokenize
-from .objective import term_incidence
-from .policies import PackingProblem, Selection, register_policy
 
-__all__ = [
-    "EvidenceModel",
-    "EvidenceParams",
-    "answer_likelihood",
-    "document_features",
-    "document_likelihood",
-    "evidence_features",
-    "evidence_policy",
-]
+__all__ = ["CostLedger", "EvidenceCandidate", "EvidenceProblem", "ProblemFeatures", "term_incidence"]
 
 _YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})\b")
 _NUMBER = re.compile(r"\d+")
@@ -86,51 +50,50 @@ _PAREN = re.compile(r"\s*\(.*\)$")
 _ENTITY_SKIP = frozenset({"the", "a", "an"})  # dropped at the start of a lead entity
 _ENTITY_JOIN = frozenset({"of", "de", "the", "and", "von", "van", "der", "da", "del", "la", "le", "du", "&"})
 _ENTITY_MIN = 4  # chars: shorter lead entities ("He", "It", "U.S") are not matched
-_Q_CLIP = 1e-4  # q_d is kept in [1e-4, 1 - 1e-4]
-MODEL_FILE = "evidence_model.json"
-MODEL_FORMAT = 1
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True, slots=True)
-class EvidenceParams:
-    """Packing parameters (chosen on the tuning half, see ``docs/packing_results.md``).
+class EvidenceCandidate(Protocol):
+    """What the features read of a candidate (:class:`~rootweaver_innovations.packing.Candidate` is one)."""
 
-    ``coverage`` (>= 0) weighs the expected number of needed documents covered (the summed
-    ``q_d`` of the documents the knapsack takes a sentence of) against the summed answer
-    shares; ``price`` (>= 0) is charged per sentence the knapsack takes, so a sentence whose
-    share is below it is taken there only to cover its document; ``fill_evidence`` (>= 0) is
-    the weight of a sentence's document likelihood ``q_d`` beside its share ``p`` when the
-    budget left after the knapsack is filled (``p + fill_evidence * q_d``, best first,
-    anything that fits); ``options_per_doc`` (>= 1) how many of a document's best sentences
-    by ``p`` the knapsack considers (its cheapest sentence is always considered too),
-    ``max_per_doc`` (1 or 2) how many it may take from one document; ``max_cover_docs``
-    (>= 1) how many documents, those with the largest coverage bonus, enter the knapsack (the
-    rest can still be taken by the fill), which bounds its memory at
-    ``2 x (max_cover_docs + 1) x (capacity + 1)`` cells however long the input. Bad values raise
-    ``ValueError``.
+    @property
+    def content(self) -> str: ...  # the bare sentence
+    @property
+    def source_key(self) -> str: ...  # the title: ``source``, else ``doc_id``
+    @property
+    def position(self) -> int: ...  # its 0-based place in the source order
+    @property
+    def hop(self) -> int | None: ...  # the loop iteration that retrieved it
+    @property
+    def sub_query(self) -> str | None: ...  # the query that hop issued
+
+
+class CostLedger(Protocol):
+    """The cost side of a problem: ``item[i]`` is candidate i's cost in the budget's unit."""
+
+    @property
+    def item(self) -> np.ndarray: ...
+
+
+class EvidenceProblem(Protocol):
+    """What the features read of a problem (:class:`~rootweaver_innovations.packing.PackingProblem` is one).
+
+    ``relevance`` and ``doc_index`` are per candidate (documents numbered ``0..n_doc - 1``),
+    ``incidence`` is ``bool[n, T]``: which of the query's ``T`` content terms each candidate holds.
     """
 
-    coverage: float = 0.4
-    price: float = 0.02
-    fill_evidence: float = 0.02
-    options_per_doc: int = 3
-    max_per_doc: int = 2
-    max_cover_docs: int = 64
-
-    def __post_init__(self) -> None:
-        for name in ("coverage", "price", "fill_evidence"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
-                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
-        opts = self.options_per_doc
-        if isinstance(opts, bool) or not isinstance(opts, int) or opts < 1:
-            raise ValueError(f"options_per_doc must be an int >= 1, got {self.options_per_doc!r}")
-        if self.max_per_doc not in (1, 2) or isinstance(self.max_per_doc, bool):
-            raise ValueError(f"max_per_doc must be 1 or 2, got {self.max_per_doc!r}")
-        cover = self.max_cover_docs
-        if isinstance(cover, bool) or not isinstance(cover, int) or cover < 1:
-            raise ValueError(f"max_cover_docs must be an int >= 1, got {cover!r}")
+    @property
+    def candidates(self) -> Sequence[EvidenceCandidate]: ...
+    @property
+    def query(self) -> str: ...
+    @property
+    def relevance(self) -> np.ndarray: ...
+    @property
+    def doc_index(self) -> np.ndarray: ...
+    @property
+    def incidence(self) -> np.ndarray: ...
+    @property
+    def knapsack(self) -> CostLedger: ...
 
 
 def _question_kind(question: str) -> tuple[bool, bool, bool, bool, bool, bool]:
@@ -327,7 +290,40 @@ class _Structure:
     sub_coverage: np.ndarray  # per sentence: share of its sub-query's terms it contains
 
 
-def _structure(problem: PackingProblem) -> _Structure:
+def term_incidence(terms: Sequence[str], lowered: Sequence[str]) -> np.ndarray:
+    """``bool[n, T]``: whether ``terms[k]`` (a run of ``\\w`` characters) occurs in the
+    already lowercased text ``lowered[i]`` bounded by non-word characters or the text's ends,
+    i.e. is one of its ``\\w+`` tokens.
+
+    Each term is searched once in all texts joined; a text holding it is passed at once, and
+    an unbounded occurrence is skipped whole (an occurrence starting inside it follows a word
+    character).
+    """
+    inc = np.zeros((len(lowered), len(terms)), dtype=bool)
+    if not terms or not lowered:
+        return inc
+    joined = "\n" + "\n".join(lowered) + "\n"  # "\n" is not a word character
+    starts = list(accumulate((len(t) + 1 for t in lowered), initial=1))  # text i: joined[starts[i]:starts[i + 1] - 1]
+    find = joined.find
+    rows: list[int] = []
+    cols: list[int] = []
+    for k, term in enumerate(terms):
+        width = len(term)
+        at = find(term)
+        while at >= 0:
+            before, after = joined[at - 1], joined[at + width]
+            if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):  # re's \w
+                i = bisect_right(starts, at) - 1
+                rows.append(i)
+                cols.append(k)
+                at = find(term, starts[i + 1])
+            else:
+                at = find(term, at + width)
+    inc[rows, cols] = True
+    return inc
+
+
+def _structure(problem: EvidenceProblem) -> _Structure:
     cands, doc = problem.candidates, problem.doc_index
     n = len(cands)
     relevance = problem.relevance
@@ -392,7 +388,7 @@ def _structure(problem: PackingProblem) -> _Structure:
                       sub_entity, sub_coverage)
 
 
-def _document_features(problem: PackingProblem, s: _Structure) -> dict[str, np.ndarray]:
+def _document_features(problem: EvidenceProblem, s: _Structure) -> dict[str, np.ndarray]:
     doc = problem.doc_index
     n_doc = len(s.titles)
     rank = np.zeros(n_doc, dtype=np.int64)
@@ -451,7 +447,7 @@ def _document_features(problem: PackingProblem, s: _Structure) -> dict[str, np.n
     }
 
 
-def _sentence_features(problem: PackingProblem, s: _Structure, q: np.ndarray) -> dict[str, np.ndarray]:
+def _sentence_features(problem: EvidenceProblem, s: _Structure, q: np.ndarray) -> dict[str, np.ndarray]:
     cands, doc = problem.candidates, problem.doc_index
     n = len(cands)
     n_doc = len(s.titles)
@@ -543,281 +539,35 @@ def _sentence_features(problem: PackingProblem, s: _Structure, q: np.ndarray) ->
     }
 
 
-def _matrix(columns: Mapping[str, Any], names: tuple[str, ...], rows: int) -> np.ndarray:
-    """Stack named feature columns in ``names`` order (``ValueError`` naming any missing feature)."""
-    missing = [n for n in names if n not in columns]
-    if missing:
-        raise ValueError(f"evidence model names features the code does not compute: {missing}")
-    out = np.empty((rows, len(names)))
-    for j, name in enumerate(names):
-        out[:, j] = columns[name]  # scalars and bool columns broadcast / cast here
-    return out
+class ProblemFeatures:
+    """One problem's document and sentence features by name, from one parse of the problem.
 
-
-def _softmax(z: np.ndarray) -> np.ndarray:
-    e = np.exp(z - z.max())
-    return e / e.sum()
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class EvidenceModel:
-    """The two fitted models and the packing parameters, as read from one model file.
-
-    ``document_weights`` / ``sentence_weights`` map feature names to weights (a name this
-    module does not compute is a ``ValueError`` when the model is used); ``document_bias`` is the logistic intercept;
-    ``provenance`` says what data, rows, command and date produced the weights. Build it with
-    :meth:`load` (a JSON file; the shipped one by default) or directly for experiments.
+    ``ProblemFeatures(problem)`` needs a problem with at least one candidate (else
+    ``ValueError``). Every column is a numpy array (bool or float) over the documents
+    (:meth:`documents`, ``n_documents`` long) or the candidates (:meth:`sentences`).
     """
 
-    document_weights: Mapping[str, float]
-    document_bias: float
-    sentence_weights: Mapping[str, float]
-    params: EvidenceParams = EvidenceParams()
-    provenance: Mapping[str, Any] = field(default_factory=dict)
+    __slots__ = ("_problem", "_structure")
 
-    def __post_init__(self) -> None:
-        for section in ("document_weights", "sentence_weights"):
-            table = getattr(self, section)
-            bad = [k for k, v in table.items() if not isinstance(v, (int, float)) or not np.isfinite(v)]
-            if bad:
-                raise ValueError(f"evidence model {section}: non-finite or non-numeric weights for {bad}")
+    def __init__(self, problem: EvidenceProblem) -> None:
+        if not problem.candidates:
+            raise ValueError("an evidence problem needs at least one candidate")
+        self._problem = problem
+        self._structure = _structure(problem)
 
-    @classmethod
-    def load(cls, path: str | Path | None = None) -> EvidenceModel:
-        """Read a model file (format 1); ``None``: the shipped ``data/evidence_model.json``.
+    @property
+    def n_documents(self) -> int:
+        """How many documents the problem's candidates come from."""
+        return len(self._structure.titles)
 
-        Raises ``ValueError`` naming the file and the problem for a missing file, bad JSON,
-        another format version or a missing key.
+    def documents(self) -> dict[str, np.ndarray]:
+        """The document features by name, each a column over the documents (``doc_index`` order)."""
+        return _document_features(self._problem, self._structure)
+
+    def sentences(self, doc_likelihood: np.ndarray) -> dict[str, np.ndarray]:
+        """The sentence features by name, each a column over the candidates.
+
+        ``doc_likelihood`` is ``q_d`` per document (``doc_index`` order), from a document
+        model (:meth:`~rootweaver_innovations.evidence.EvidenceModel.document_likelihood`).
         """
-        if path is None:
-            return _shipped_model()
-        where = str(path)
-        try:
-            raw = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{where}: cannot read the evidence model ({exc})") from None
-        return cls.from_mapping(raw, source=where)
-
-    @classmethod
-    def from_mapping(cls, raw: Mapping[str, Any], *, source: str = "<mapping>") -> EvidenceModel:
-        """Build from the decoded JSON of a model file (see :meth:`load`)."""
-        try:
-            if raw["format"] != MODEL_FORMAT:
-                raise ValueError(f"format {raw['format']!r}, expected {MODEL_FORMAT}")
-            return cls(
-                document_weights=dict(raw["document"]["weights"]),
-                document_bias=float(raw["document"]["bias"]),
-                sentence_weights=dict(raw["sentence"]["weights"]),
-                params=EvidenceParams(**raw.get("params", {})),
-                provenance=dict(raw.get("provenance", {})),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"{source}: not an evidence model file ({exc})") from None
-
-    def to_mapping(self) -> dict[str, Any]:
-        """The JSON-ready form :meth:`from_mapping` reads."""
-        p = self.params
-        return {
-            "format": MODEL_FORMAT,
-            "provenance": dict(self.provenance),
-            "params": {"coverage": p.coverage, "price": p.price, "fill_evidence": p.fill_evidence,
-                       "options_per_doc": p.options_per_doc,
-                       "max_per_doc": p.max_per_doc, "max_cover_docs": p.max_cover_docs},
-            "document": {"bias": self.document_bias, "weights": dict(self.document_weights)},
-            "sentence": {"weights": dict(self.sentence_weights)},
-        }
-
-    def document_likelihood(self, columns: Mapping[str, Any], n_doc: int) -> np.ndarray:
-        """``q_d`` from named document features, clipped to ``[1e-4, 1 - 1e-4]``."""
-        names = tuple(self.document_weights)
-        z = _matrix(columns, names, n_doc) @ np.array([self.document_weights[n] for n in names]) + self.document_bias
-        return np.clip(1.0 / (1.0 + np.exp(-z)), _Q_CLIP, 1.0 - _Q_CLIP)
-
-    def answer_shares(self, columns: Mapping[str, Any], n: int) -> np.ndarray:
-        """``p_i`` from named sentence features: a softmax over the problem's candidates."""
-        names = tuple(self.sentence_weights)
-        return _softmax(_matrix(columns, names, n) @ np.array([self.sentence_weights[k] for k in names]))
-
-    def likelihoods(self, problem: PackingProblem) -> tuple[np.ndarray, np.ndarray]:
-        """``(p, q)``: per-candidate answer shares and per-document evidence likelihoods."""
-        s = _structure(problem)
-        q = self.document_likelihood(_document_features(problem, s), len(s.titles))
-        return self.answer_shares(_sentence_features(problem, s, q), len(problem.candidates)), q
-
-
-@functools.cache
-def _shipped_model() -> EvidenceModel:
-    ref = resources.files("rootweaver_innovations") / "data" / MODEL_FILE
-    with resources.as_file(ref) as path:
-        return EvidenceModel.load(path)
-
-
-def document_features(problem: PackingProblem) -> dict[str, np.ndarray]:
-    """The problem's document features by name, each a column over its documents (``doc_index`` order)."""
-    if not problem.candidates:
-        return {}
-    return _document_features(problem, _structure(problem))
-
-
-def document_likelihood(problem: PackingProblem, model: EvidenceModel | None = None) -> np.ndarray:
-    """Each document's modelled probability of being needed evidence (the shipped model by default)."""
-    if not problem.candidates:
-        return np.zeros(0)
-    s = _structure(problem)
-    return (model or _shipped_model()).document_likelihood(_document_features(problem, s), len(s.titles))
-
-
-def evidence_features(problem: PackingProblem, doc_likelihood: np.ndarray) -> dict[str, np.ndarray]:
-    """The problem's sentence features by name, each a column over its candidates.
-
-    ``doc_likelihood`` is ``q_d`` per document (``doc_index`` order), from a model's
-    :meth:`EvidenceModel.document_likelihood` (the fitting script passes its own).
-    """
-    if not problem.candidates:
-        return {}
-    return _sentence_features(problem, _structure(problem), doc_likelihood)
-
-
-def answer_likelihood(problem: PackingProblem, model: EvidenceModel | None = None) -> np.ndarray:
-    """Each candidate's modelled share of "holds the answer" (non-negative, sums to 1)."""
-    if not problem.candidates:
-        return np.zeros(0)
-    return (model or _shipped_model()).likelihoods(problem)[0]
-
-
-@functools.lru_cache(maxsize=16)
-def _option_slots(options_per_doc: int, max_per_doc: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A document's knapsack options over its ``options_per_doc + 1`` member places, as
-    ``(first, second, single)`` arrays (read-only): each place alone, then (``max_per_doc`` 2)
-    each pair of places in order; ``first`` is an option's place, ``second`` its pair's second
-    place (0 for a single) and ``single`` whether it has one place only."""
-    places = range(options_per_doc + 1)
-    pairs = list(combinations(places, 2)) if max_per_doc == 2 else []
-    first = np.array([*places, *(i for i, _ in pairs)], dtype=np.int64)
-    second = np.array([0 for _ in places] + [j for _, j in pairs], dtype=np.int64)
-    single = np.arange(len(first)) < len(places)
-    for slots in (first, second, single):
-        slots.flags.writeable = False
-    return first, second, single
-
-
-def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: EvidenceParams) -> list[int]:
-    """Exact multiple-choice knapsack: at most one option per document, most total value within capacity.
-
-    A document's members are its ``options_per_doc`` best candidates by ``p`` and its cheapest
-    (the first in ``p`` order among the cheapest) when that is not among them; its options
-    are each member alone, then (``max_per_doc`` 2) each pair of members in member order,
-    an option of ``k`` candidates worth ``bonus[d] + sum(p) - k * price``. On equal value the
-    earlier option, and not taking the document at all, win. Only the ``max_cover_docs``
-    documents with the largest bonus (ties: lower index) take part.
-    """
-    cost = problem.knapsack.item
-    cap = int(problem.knapsack.capacity)
-    doc = problem.doc_index
-    n = len(doc)
-    if len(bonus) > params.max_cover_docs:
-        keep = np.zeros(len(bonus), dtype=bool)
-        keep[(-bonus).argsort(kind="stable")[: params.max_cover_docs]] = True
-        among = keep[doc].nonzero()[0]
-    else:
-        among = np.arange(n)
-    grouped = among[np.lexsort((among, -p[among], doc[among]))]  # by document, then p descending
-    m = len(grouped)
-    grouped_doc = doc[grouped]
-    starts = np.concatenate(([True], grouped_doc[1:] != grouped_doc[:-1])).nonzero()[0]
-    n_groups = len(starts)
-    size = np.concatenate((starts[1:], [m])) - starts
-    group_of = np.arange(n_groups).repeat(size)
-    rank = np.arange(m) - starts[group_of]  # place in its document's p order
-    g_cost, g_p = cost[grouped], p[grouped]
-    cheapest = np.minimum.reduceat(np.where(g_cost == np.minimum.reduceat(g_cost, starts)[group_of], np.arange(m), m),
-                                   starts)
-    opts = params.options_per_doc
-    members = np.full((n_groups, opts + 1), -1)  # per document: positions in `grouped`, -1 pads
-    best = rank < opts
-    members[group_of[best], rank[best]] = best.nonzero()[0]
-    extra = rank[cheapest] >= opts
-    members[extra, opts] = cheapest[extra]
-    # Option slots per document (see _option_slots); a slot whose member is padding is invalid
-    first, second, single = _option_slots(opts, params.max_per_doc)
-    a, b = members[:, first], np.where(single, -1, members[:, second])
-    valid = (a >= 0) & (single | (b >= 0))
-    bonus_r = bonus[grouped_doc[starts]][:, None]
-    a_cost, a_p = g_cost[a], g_p[a]
-    opt_cost = np.where(single, a_cost, a_cost + g_cost[b])
-    opt_value = np.where(single, bonus_r + a_p - params.price, bonus_r + (a_p + g_p[b]) - 2 * params.price)
-    # Document r's DP rows, rows[r]:rows[r + 1] of `shift` and `gain`: leaving it out, then each valid
-    # option except those worth less than nothing that cost something. An invalid option would only
-    # repeat leaving the document out; one worth < 0 is never on the packing the backtracking finds:
-    # the same packing without it is worth at least as much (float sums are monotone) in less
-    # capacity, which the first argmax prefers. shift indexes `window[r]`: window[r, cap + 1 - c][w] = hist[r, w - c]
-    live = np.column_stack((np.ones(n_groups, dtype=bool), valid & ((opt_value >= 0) | (opt_cost < 1))))
-    shift = np.column_stack((np.full(n_groups, cap + 1), cap + 1 - np.minimum(opt_cost, cap + 1)))[live]
-    gain = np.column_stack((np.zeros(n_groups), opt_value))[live][:, None]
-    rows = [0, *accumulate(live.sum(axis=1).tolist())]
-    # hist[r, cap + 1 + w]: most value over the documents before r at used capacity w; -inf absorbs w < 0
-    hist = np.full((n_groups + 1, 2 * (cap + 1)), -np.inf)
-    hist[0, cap + 1] = 0.0
-    cell = hist.itemsize
-    window = np.ndarray((n_groups + 1, cap + 2, cap + 1), hist.dtype, hist, strides=(hist.strides[0], cell, cell))
-    shift_at, gain_at = shift.tolist(), gain.ravel().tolist()
-    for r in range(n_groups):
-        lo, hi = rows[r], rows[r + 1]
-        if hi - lo == 1:  # only leaving it out (adding 0.0 would change nothing: no cell holds -0.0)
-            hist[r + 1] = hist[r]
-        elif hi - lo == 2:  # leaving it out or its one option: the same maximum, from a slice instead of a gather
-            np.maximum(hist[r, cap + 1:], window[r, shift_at[lo + 1]] + gain_at[lo + 1], out=hist[r + 1, cap + 1:])
-        else:
-            value = window[r, shift[lo:hi]]  # a copy
-            value += gain[lo:hi]
-            np.maximum.reduce(value, axis=0, out=hist[r + 1, cap + 1:])
-    w = int(hist[n_groups, cap + 1:].argmax())
-    chosen: list[int] = []
-    at_w = hist[:, cap + 1 + w].tolist()  # every row's value at capacity w
-    for r in range(n_groups - 1, -1, -1):
-        if at_w[r + 1] > at_w[r]:  # this document's best option improved capacity w: it was taken
-            row = hist[r, cap + 1:]
-            costs = opt_cost[r].tolist()
-            option = [row[w - c] + v if ok and c <= w else -np.inf
-                      for c, v, ok in zip(costs, opt_value[r].tolist(), valid[r].tolist())]
-            k = option.index(max(option))  # the first best option, as argmax over the options picks it
-            chosen.extend(grouped[[a[r, k]] if single[k] else [a[r, k], b[r, k]]].tolist())
-            w -= costs[k]
-            at_w = hist[:, cap + 1 + w].tolist()
-    return chosen
-
-
-def evidence_policy(problem: PackingProblem, model: EvidenceModel | None = None) -> Selection:
-    """Pack ``problem`` (see the module docstring) with ``model`` (the shipped one by default).
-
-    Gains are the answer shares ``p``.
-    """
-    model = model or _shipped_model()
-    params = model.params
-    knap = problem.knapsack
-    knap.reset()
-    n = len(problem.candidates)
-    if n == 0:
-        return Selection((), ())
-    p, q = model.likelihoods(problem)
-    if n <= problem.cap and int(knap.item.sum() + knap.group_cost.sum()) <= knap.capacity:
-        return Selection(tuple(range(n)), tuple(float(x) for x in p))
-    by_score = np.lexsort((np.arange(n), -p))
-    chosen = set(_cover(p, params.coverage * q, problem, params))
-    fill = np.lexsort((np.arange(n), -(p + params.fill_evidence * q[problem.doc_index])))
-    order: list[int] = []
-    taken: set[int] = set()
-    marginal = knap.marginal().tolist()
-    for i in chain([i for i in by_score.tolist() if i in chosen], fill.tolist()):  # the cover, then the fill
-        if len(order) == problem.cap:
-            break
-        if i not in taken and knap.used + marginal[i] <= knap.capacity:
-            knap.take(i)
-            taken.add(i)
-            order.append(i)
-            marginal = knap.marginal().tolist()  # a header paid makes its other candidates cheaper
-    p_of = p.tolist()
-    return Selection(tuple(order), tuple(p_of[i] for i in order))
-
-
-register_policy("evidence", evidence_policy)
+        return _sentence_features(self._problem, self._structure, doc_likelihood)
