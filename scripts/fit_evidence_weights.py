@@ -41,10 +41,10 @@ import numpy as np
 from scipy.optimize import minimize
 
 from evals.datasets import DATASETS, DEFAULT_DATA_ROOT, build_open_pool
+from evals.loops import product_loop
 from evals.packing import TOP_K, retrieved_candidates
 from rootweaver_innovations.corpus import CorpusError, load_qa_rows
 from rootweaver_innovations.diagnostics import answer_in_context
-from rootweaver_innovations.multihop import MultiHopRAG
 from rootweaver_innovations.evidence import MODEL_FILE, EvidenceModel, EvidenceParams, ProblemFeatures
 from rootweaver_innovations.packing import Budget, default_token_counter, fact_candidates, pack
 from rootweaver_innovations.packing import register_policy
@@ -113,7 +113,7 @@ def _problems(rows, source: str, budget: Budget, opaque_copies: bool):
     out = []
     if source == "loop":
         pool = build_open_pool(rows)
-        rag = MultiHopRAG(BM25Retriever(pool.passages))
+        rag = product_loop(BM25Retriever(pool.passages))
         items = [(row, pool.gold[i], rag.multi_hop_search(row.question).facts) for i, row in enumerate(rows)]
     else:
         items = []

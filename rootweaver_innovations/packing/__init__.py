@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..budget import UNITS, Budget, QwenTokenCounter, TokenCounter, default_token_counter
 from .candidates import Candidate, Header, fact_candidates
 from ..evidence import EvidenceModel, EvidenceParams
-from . import evidence_policy  # registers the "evidence" policy (import order: after ..evidence)
+from . import evidence_policy  # noqa: F401 - registers the "evidence" policy (import order: after ..evidence)
 from .objective import SubmodularObjective, SubmodularWeights
 from .policies import POLICIES, PackingProblem, Selection, pack, packing_problem, register_policy
 from .selection import ConflictingCandidateError, Omission, PackResult, Packed

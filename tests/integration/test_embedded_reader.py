@@ -17,6 +17,8 @@ import pytest
 
 from rootweaver_capabilities.cli import main
 from rootweaver_capabilities.llm import LLMSynthesizer
+from rootweaver_innovations.context_format import SynthContext
+from rootweaver_innovations.records import Fact
 from rootweaver_capabilities.prompts import answer_only_messages
 from rootweaver_capabilities.reader_models import MODELS, default_models_dir, reader_installed
 
@@ -57,7 +59,8 @@ def test_generation_stops_at_the_deadline_and_degrades(client):
     slow = LlamaCppChatClient(MODEL_PATH, model="smollm2", context_window=2048, max_tokens=1900, timeout_s=5.0)
     synth = LLMSynthesizer(slow, mode="answer", temperature=0.8, seed=1)
     started = time.monotonic()
-    answer = synth("Write a very long story about a lighthouse keeper, in many chapters.", "Lighthouse | A tower.")
+    context = SynthContext((Fact("l", "Lighthouse", "A tower.", 0),), ("q",))
+    answer = synth("Write a very long story about a lighthouse keeper, in many chapters.", context)
     elapsed = time.monotonic() - started
     assert answer.error_kind == "deadline" and answer.method == "extractive (reader failed: deadline)"
     assert elapsed <= 5.0 * 1.10

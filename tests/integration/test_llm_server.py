@@ -89,14 +89,14 @@ def test_question_answered_through_multihop_and_the_server(rag_parts):
         if mode == "answer":
             assert result.answer.text  # a real reply from the reader
         elif not result.answer.method.endswith("(malformed reply)"):
-            assert set(result.answer.cited_lines) <= set(result.synth_context.split("\n"))
+            assert set(result.answer.citations) <= set(result.synth.facts)
 
 
 def test_counted_prompt_tokens_match_the_server(rag_parts):
     retriever, questions = rag_parts
     client = make_client(BASE_URL, max_tokens=8)
-    context = MultiHopRAG(retriever).multi_hop_search(questions[1].question).synth_context[:1500]
-    messages = answer_only_messages(questions[1].question, context)
+    full = MultiHopRAG(retriever).multi_hop_search(questions[1].question).full
+    messages = answer_only_messages(questions[1].question, full.with_facts(full.facts[:8], "headed"))
     completion = client.chat(messages, temperature=0.0, seed=0)
     assert completion.attempts == 1
     assert completion.prompt_tokens == client.count_prompt_tokens(messages)
