@@ -27,7 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from rootweaver_innovations.multihop import Hop
+from rootweaver_innovations.multihop import Hop, Synthesizer
 from rootweaver_innovations.strategies import strategy_names
 
 from .config import MultiHopConfig
@@ -67,13 +67,14 @@ def _one_line(exc: BaseException) -> str:
 
 
 class Answerer:
-    """Answers questions for one process (see the module docstring); thread-safe."""
+    """Answers questions for one process (see the module docstring); thread-safe.
+    ``synthesizer`` defaults to :func:`build_synthesizer` of ``config.llm``."""
 
-    def __init__(self, config: MultiHopConfig, metrics: Metrics | None = None):
+    def __init__(self, config: MultiHopConfig, metrics: Metrics | None = None, synthesizer: Synthesizer | None = None):
         self.config = config
         self.metrics = metrics
         self.retriever = _default_retriever(config.retriever)  # the memory-mapped index, opened now
-        self.synthesizer = build_synthesizer(config.llm)
+        self.synthesizer = synthesizer if synthesizer is not None else build_synthesizer(config.llm)
         if hasattr(self.synthesizer, "load"):  # the embedded model / tokenizer, loaded before serving
             self.synthesizer.load()
         self._base = self._capability(config)
