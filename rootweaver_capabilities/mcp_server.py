@@ -8,8 +8,9 @@ The synth context of the last :data:`KEPT_CONTEXTS` answers is readable as the r
 ``rootweaver://synth-context/{answer_id}``.
 
 Transports: stdio (the default; stdout carries only the protocol) or streamable HTTP at
-``http://HOST:PORT/mcp`` (stateless, JSON responses: every call stands alone). The index and the reader load before the server starts; the
-answers run on the :class:`~rootweaver_capabilities.answering.Answerer`'s bounded pool.
+``http://HOST:PORT/mcp`` (stateless, JSON responses: every call stands alone). The index
+and the reader load before the server starts; the answers run on the
+:class:`~rootweaver_capabilities.answering.Answerer`'s bounded pool.
 """
 
 from __future__ import annotations
