@@ -1,7 +1,7 @@
 """Load on `rootweaver serve --http` from a second process: 1 vs N uvicorn workers.
 
 Usage: python benchmarks/bench_http.py [--reader none|local] [--workers 1,2] [--clients 8] [--requests 25]
-       [--rounds 2] [--overload]
+       [--rounds 2] [--questions N] [--overload]
 
 For each worker count (interleaved over ``--rounds``, the machine's load drifts) the
 script starts ``rootweaver serve --http 127.0.0.1:PORT --workers W`` as a subprocess with
@@ -187,11 +187,12 @@ def main() -> int:
     p.add_argument("--workers", default="1,2", help="comma-separated worker counts")
     p.add_argument("--clients", type=int, default=8)
     p.add_argument("--requests", type=int, default=25, help="requests per client")
-    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--rounds", type=int, default=2, help="0: no load runs (e.g. only --overload)")
+    p.add_argument("--questions", type=int, help="use only the first N golden questions (a slow reader)")
     p.add_argument("--overload", action="store_true", help="also the full-queue probe (503 timing)")
     args = p.parse_args()
     workers = [int(w) for w in args.workers.split(",")]
-    questions = [q.question for q in load_questions()]
+    questions = [q.question for q in load_questions()][: args.questions]
     rows: dict[int, list[dict]] = {w: [] for w in workers}
     print(f"reader {args.reader}; {args.clients} clients x {args.requests} requests; {len(questions)} questions; "
           f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}", flush=True)
@@ -208,13 +209,13 @@ def main() -> int:
                       f"p99 {row['p99_ms']:.1f} ms; {row['rps']:.1f} req/s; server cores {row['server_cores']:.2f}, "
                       f"client cores {row['client_cores']:.2f}",
                       flush=True)
-        summary = {w: statistics.median(r["rps"] for r in rows[w]) for w in workers}
-        base = summary[workers[0]]
-        for w in workers:
-            print(f"workers {w}: median {summary[w]:.1f} req/s, x{summary[w] / base:.2f} of {workers[0]} worker(s)")
+        summary = {w: statistics.median(r["rps"] for r in rows[w]) for w in workers if rows[w]}
+        for w, rps in summary.items():
+            print(f"workers {w}: median {rps:.1f} req/s, x{rps / summary[workers[0]]:.2f} of {workers[0]} worker(s)")
         out = {"reader": args.reader, "rows": rows, "median_rps": summary}
         if args.overload:
-            out["overload"] = _overload(folder, args.reader, questions[0])
+            bridge = next(q.question for q in load_questions() if q.type == "bridge")  # the reader answers it
+            out["overload"] = _overload(folder, args.reader, bridge)
             print(f"overload: {json.dumps(out['overload'])}")
     print(json.dumps(out))
     return 0
