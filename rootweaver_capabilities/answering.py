@@ -153,7 +153,6 @@ class Answerer:
         """Check and admit one request (else :class:`Refusal` at once) and start it; the
         future gives the ``rootweaver ask --json`` record or raises :class:`Refusal`."""
         self.check(question, options)
-        capability = self.capability(options)
         svc = self.config.service
         with self._lock:
             if self._admitted >= self._capacity:
@@ -162,7 +161,7 @@ class Answerer:
             self._admitted += 1
         admitted_at = time.monotonic()
         try:
-            return self._pool.submit(self._run, capability, question, user_id, session_id, on_hop, admitted_at)
+            return self._pool.submit(self._run, options, question, user_id, session_id, on_hop, admitted_at)
         except RuntimeError:  # the pool is shut down: the process is stopping
             self._release()
             raise Refusal(503, "shutting down", retry_after=svc.retry_after_s) from None
@@ -171,8 +170,9 @@ class Answerer:
         with self._lock:
             self._admitted -= 1
 
-    def _run(self, capability: MultiHopCapability, question: str, user_id: str | None, session_id: str | None,
+    def _run(self, options: AskOptions, question: str, user_id: str | None, session_id: str | None,
              on_hop: Callable[[Hop], None] | None, admitted_at: float) -> dict[str, Any]:
+        """One admitted request, in a pool thread (a new variant is built here, off the event loop)."""
         from .llm import request_deadline
 
         try:
@@ -180,6 +180,7 @@ class Answerer:
             left = timeout - (time.monotonic() - admitted_at)
             if left <= 0:
                 raise Refusal(504, f"request deadline of {timeout:g} s passed while queued (service.request_timeout_s)")
+            capability = self.capability(options)
             ctx = RequestContext(query=question, user_id=user_id, session_id=session_id)
             with request_deadline(left):
                 try:
