@@ -14,7 +14,7 @@ script starts ``rootweaver serve --http 127.0.0.1:PORT --workers W`` as a subpro
 
 Reported per run: answered/total, p50 and p99 latency, requests/s (requests / wall time
 from the first request to the last answer), and the server's CPU seconds / wall seconds
-("server cores"; /proc, the uvicorn parent and its workers) and this process's ("client
+("server cores"; /proc, the uvicorn parent and its workers, also per process) and this process's ("client
 cores"; the load generator competes for the same CPUs); at the end the median
 requests/s per worker count and the ratio to 1 worker, measured in this same run.
 
@@ -84,20 +84,21 @@ class Server:
                 raise SystemExit(f"server not ready within {ready_timeout:.0f} s")
             time.sleep(0.2)
 
-    def cpu_seconds(self) -> float:
-        """user + system CPU seconds of the server process and all its descendants."""
+    def cpu_seconds(self) -> dict[int, float]:
+        """user + system CPU seconds of the server process and each of its descendants, by pid."""
         tick = os.sysconf("SC_CLK_TCK")
-        total, todo = 0.0, [self.proc.pid]
+        out: dict[int, float] = {}
+        todo = [self.proc.pid]
         while todo:
             pid = todo.pop()
             try:
                 fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-                total += (int(fields[11]) + int(fields[12])) / tick
+                out[pid] = (int(fields[11]) + int(fields[12])) / tick
                 for task in Path(f"/proc/{pid}/task").iterdir():
                     todo += [int(c) for c in (task / "children").read_text().split()]
             except (FileNotFoundError, ProcessLookupError):
                 continue
-        return total
+        return out
 
     def close(self) -> None:
         self.proc.terminate()
@@ -151,11 +152,13 @@ def _load(server: Server, questions: list[str], clients: int, requests: int) -> 
         for f in futures:
             f.result()
         wall = time.perf_counter() - start
-        cpu, own = server.cpu_seconds() - cpu0, time.process_time() - own0
+        cpu1, own = server.cpu_seconds(), time.process_time() - own0
+        per_process = sorted((cpu1[pid] - cpu0.get(pid, 0.0) for pid in cpu1), reverse=True)
     q = statistics.quantiles(latencies, n=100, method="inclusive")
     return {"answered": len(latencies) - len(failed), "total": clients * requests, "failed": failed,
             "mismatched": len(mismatched), "p50_ms": q[49] * 1000, "p99_ms": q[98] * 1000,
-            "rps": len(latencies) / wall, "wall_s": wall, "server_cores": cpu / wall, "client_cores": own / wall}
+            "rps": len(latencies) / wall, "wall_s": wall, "server_cores": sum(per_process) / wall,
+            "server_cores_by_process": [round(c / wall, 2) for c in per_process], "client_cores": own / wall}
 
 
 def _overload(folder: Path, reader: str, question: str) -> dict:
@@ -206,7 +209,8 @@ def main() -> int:
                 rows[w].append(row)
                 print(f"round {round_} workers {w}: answered {row['answered']}/{row['total']} "
                       f"(mismatched {row['mismatched']}, failed {row['failed'] or 0}); p50 {row['p50_ms']:.1f} ms "
-                      f"p99 {row['p99_ms']:.1f} ms; {row['rps']:.1f} req/s; server cores {row['server_cores']:.2f}, "
+                      f"p99 {row['p99_ms']:.1f} ms; {row['rps']:.1f} req/s; server cores {row['server_cores']:.2f} "
+                      f"{row['server_cores_by_process']}, "
                       f"client cores {row['client_cores']:.2f}",
                       flush=True)
         summary = {w: statistics.median(r["rps"] for r in rows[w]) for w in workers if rows[w]}
