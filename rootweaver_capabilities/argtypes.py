@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["OneLineParser", "positive_int"]
+__all__ = ["OneLineParser", "host_port", "positive_int"]
 
 
 def positive_int(text: str) -> int:
@@ -16,6 +16,14 @@ def positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
     return value
+
+
+def host_port(text: str) -> tuple[str, int]:
+    """``[HOST:]PORT`` -> ``(host, port)``; the host defaults to 127.0.0.1, the port is 0-65535."""
+    host, _, port = text.rpartition(":")
+    if not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"expected [HOST:]PORT with PORT in 0-65535, got {text!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -25,12 +25,12 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rootweaver_innovations.compaction import CompactionRequest, CompactionResult
-from rootweaver_innovations.multihop import MultiHopRAG, MultiHopResult, Synthesizer
+from rootweaver_innovations.multihop import Hop, MultiHopRAG, MultiHopResult, Synthesizer
 from rootweaver_innovations.retrieval import Retriever
 from rootweaver_innovations.strategies import Compactor
 
@@ -132,8 +132,11 @@ class MultiHopCapability:
             log.warning("flag %s could not be evaluated (%s); treating it as off", name, type(exc).__name__)
             return False
 
-    def execute(self, context: CapabilityContext) -> MultiHopResult | None:
-        """Run the capability for ``context`` (see the module docstring); ``None`` when off."""
+    def execute(
+        self, context: CapabilityContext, on_hop: Callable[[Hop], None] | None = None
+    ) -> MultiHopResult | None:
+        """Run the capability for ``context`` (see the module docstring); ``None`` when off.
+        ``on_hop`` is handed to :meth:`~rootweaver_innovations.multihop.MultiHopRAG.multi_hop_search`."""
         cfg = self.config
         flag_ctx = {k: v for k, v in (("userId", context.user_id), ("sessionId", context.session_id)) if v}
         if not self._flag(cfg.flags.capability_flag, flag_ctx):
@@ -147,7 +150,7 @@ class MultiHopCapability:
             flags_seen[cfg.flags.compaction_flag] = compact
         off, on = self._instances()
         self._clock.seconds = None
-        result = (on if compact and on is not None else off).multi_hop_search(context.query)
+        result = (on if compact and on is not None else off).multi_hop_search(context.query, on_hop)
         record = _record(result, cfg.compaction.enabled, flags_seen, self._clock.seconds)
         context.metadata["multi_hop"] = record
         if self.metrics is not None:

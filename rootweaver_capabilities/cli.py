@@ -19,7 +19,7 @@ from rootweaver_innovations.corpus import CorpusError
 from rootweaver_innovations.demo import load_questions
 from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, strategy_names
 
-from .argtypes import OneLineParser, positive_int
+from .argtypes import OneLineParser, host_port, positive_int
 from .assembly import build_rag, build_synthesizer
 from .capability import MultiHopCapability, RequestContext
 from .config import LLMConfig, MultiHopConfig
@@ -121,11 +121,22 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    """Answer questions from stdin through the capability, one JSON line per question:
-    ``question``, ``answer``, ``method``, ``cited_lines`` and the capability's metadata
+    """With ``--http``: the HTTP service (``rootweaver_capabilities.service``) until stopped.
+    Otherwise (``--stdin``, the default) answer questions from stdin through the capability,
+    one JSON line per question: ``question``, ``answer``, ``method``, ``cited_lines`` and the capability's metadata
     (``multi_hop``). A failing request never ends the loop: a reader failure is already an
     extractive answer with ``multi_hop.answer.error_kind``; any other error is reported
     in ``error`` and the next line is read. Optional /metrics on 127.0.0.1."""
+    if args.http is not None:
+        from .service import run
+
+        if args.metrics_port is not None or args.user_id is not None:
+            raise UsageError("--metrics-port and --user-id are stdin-mode options (with --http: GET /metrics, "
+                             "user_id in the request)")
+        run(args.config, *args.http, workers=args.workers)
+        return 0
+    if args.workers != 1:
+        raise UsageError("--workers needs --http")
     from .metrics import Metrics
 
     config = MultiHopConfig.from_yaml(args.config)
@@ -150,6 +161,14 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         print(json.dumps({"question": question, "answer": answer.get("text"), "method": answer.get("method"),
                           "cited_lines": answer.get("cited_lines", []), **ctx.metadata},
                          ensure_ascii=False, default=str), flush=True)
+    return 0
+
+
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    """Serve the MCP tool over stdio (the default) or streamable HTTP until stopped."""
+    from .mcp_server import run
+
+    run(args.config, args.http)
     return 0
 
 
@@ -229,11 +248,21 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                      help="evidence: answer + cited lines; answer: answer only")
     ask.add_argument("--timeout", type=float, default=60.0, help="reader deadline in seconds")
     ask.set_defaults(func=_cmd_ask)
-    serve = sub.add_parser("serve", help="answer questions from stdin via MultiHopCapability; optional /metrics")
+    serve = sub.add_parser("serve", help="answer questions over HTTP (--http) or from stdin (the default)")
+    mode = serve.add_mutually_exclusive_group()
+    mode.add_argument("--http", type=host_port, metavar="[HOST:]PORT",
+                      help="HTTP service (POST /v1/ask, /v1/ask/stream, /healthz, /metrics); host 127.0.0.1 by default")
+    mode.add_argument("--stdin", action="store_true", help="one question per stdin line, one JSON line out (default)")
+    serve.add_argument("--workers", type=positive_int, default=1, help="--http: worker processes sharing the index")
     serve.add_argument("--config", type=Path, default=Path("configs/retrieval/multi_hop.yaml"))
     serve.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on 127.0.0.1:PORT")
     serve.add_argument("--user-id", help="user id passed to the flag provider (percentage rollouts)")
     serve.set_defaults(func=_cmd_serve)
+    mcp = sub.add_parser("mcp", help="MCP server with the tool multi_hop_answer, over stdio or streamable HTTP")
+    mcp.add_argument("--http", type=host_port, metavar="[HOST:]PORT",
+                     help="streamable HTTP at http://HOST:PORT/mcp (host 127.0.0.1 by default); default: stdio")
+    mcp.add_argument("--config", type=Path, default=Path("configs/retrieval/multi_hop.yaml"))
+    mcp.set_defaults(func=_cmd_mcp)
     index = sub.add_parser("index", help="build or inspect a persisted, memory-mapped corpus index")
     isub = index.add_subparsers(dest="index_command", required=True, parser_class=OneLineParser)
     build = isub.add_parser("build", help="stream a JSONL corpus into an index directory")

@@ -64,6 +64,7 @@ __all__ = [
     "MAX_YAML_DEPTH",
     "MultiHopConfig",
     "RetrieverConfig",
+    "ServiceConfig",
     "UnleashConfig",
     "knob_reference",
 ]
@@ -237,6 +238,24 @@ class LLMConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ServiceConfig:
+    """The HTTP service and MCP server (``rootweaver serve --http``, ``rootweaver mcp``), per worker process."""
+
+    max_question_chars: int = _knob(2000, "int", "Longest question accepted; a longer one is refused (HTTP 413).",
+                                    check=_positive, rule="must be >= 1")
+    concurrency: int = _knob(2, "int", "Answers worked on at once (threads); the embedded reader still "
+                             "generates one answer at a time.", check=_positive, rule="must be >= 1")
+    queue_depth: int = _knob(8, "int", "Requests waiting for a free thread beyond those; one more is refused at "
+                             "once (HTTP 503 with Retry-After).", check=lambda v: v >= 0, rule="must be >= 0")
+    request_timeout_s: float = _knob(30.0, "float", "Deadline of one request from its arrival, queue wait "
+                                     "included: the reader gets what is left (then the extractive answer, "
+                                     "labelled); work still running at 1.1x the deadline gets HTTP 504.",
+                                     check=lambda v: v > 0, rule="must be > 0")
+    retry_after_s: int = _knob(1, "int", "Seconds sent in Retry-After with a 503.", check=_positive,
+                               rule="must be >= 1")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MultiHopConfig:
     """Every knob of the capability. Validated on construction; compares by value.
 
@@ -264,6 +283,7 @@ class MultiHopConfig:
     compaction: CompactionConfig = _section(CompactionConfig, "Synthesis-context compaction.")
     flags: FlagsConfig = _section(FlagsConfig, "Feature flags.")
     llm: LLMConfig = _section(LLMConfig, "Synthesis LLM endpoint.")
+    service: ServiceConfig = _section(ServiceConfig, "HTTP service and MCP server.")
     source: str = field(default="<mapping>", compare=False)
 
     def __post_init__(self) -> None:

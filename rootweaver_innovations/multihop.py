@@ -9,7 +9,7 @@ hop count, stop reason) cannot depend on whether, or how hard, compaction runs.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -364,8 +364,9 @@ class MultiHopRAG:
         yield question, REASON_FILL, fill
         return STOP_PASSAGE_BUDGET if len(seen) >= self.max_passages else STOP_NO_NEW_EVIDENCE
 
-    def multi_hop_search(self, question: str) -> MultiHopResult:
-        """Run the loop for ``question`` (non-empty, else ``ValueError``)."""
+    def multi_hop_search(self, question: str, on_hop: Callable[[Hop], None] | None = None) -> MultiHopResult:
+        """Run the loop for ``question`` (non-empty, else ``ValueError``); ``on_hop`` is called
+        with each :class:`Hop` as it is taken (in this thread), before the next one."""
         if not question or not question.strip():
             raise ValueError("question must be a non-empty string")
         hops: list[Hop] = []
@@ -379,6 +380,8 @@ class MultiHopRAG:
                 break
             facts.extend(facts_from_passages(passages, hop=len(hops), sub_query=sub_query))
             hops.append(Hop(sub_query, tuple(p.id for p in passages), why))
+            if on_hop is not None:
+                on_hop(hops[-1])
         full = SynthContext(tuple(facts), tuple(h.sub_query for h in hops))
 
         final_subs = tuple(self._decompose_query(question, facts))

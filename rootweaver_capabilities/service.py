@@ -1,0 +1,303 @@
+"""``rootweaver serve --http``: the capability as an HTTP service (FastAPI on uvicorn; extra ``service``).
+
+Routes (JSON unless said otherwise):
+
+- ``POST /v1/ask`` ``{question, user_id?, session_id?, max_tokens?, compaction?}`` -> the
+  ``rootweaver ask --json`` record (:class:`AskRecord`);
+- ``POST /v1/ask/stream``: the same as Server-Sent Events, one ``hop`` event per hop as it
+  is taken, then one ``answer`` event (the record) or one ``error`` event ``{status, error}``;
+- ``GET /healthz``: 200 once the index and the reader are loaded (they load before serving);
+- ``GET /metrics``: Prometheus text (this worker's registry); ``GET /openapi.json``.
+
+Every error is ``{"error": "<one line>"}``: 422 malformed JSON or a wrong field (naming it),
+413 a question over ``service.max_question_chars`` (or a body far over it, refused from its
+Content-Length before it is read), 503 with ``Retry-After`` when the queue is full, 504
+past the request deadline, 403 when the capability flag is off; see
+:mod:`~rootweaver_capabilities.answering` for admission and the deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from rootweaver_innovations.multihop import Hop
+
+from .answering import COMPACTION_CHOICES, Answerer, AskOptions, Refusal
+from .config import MultiHopConfig
+from .metrics import Metrics
+from .assembly import build_synthesizer
+
+__all__ = ["CONFIG_ENV", "AskRecord", "AskRequest", "app_from_env", "create_app", "run"]
+
+CONFIG_ENV = "ROOTWEAVER_SERVICE_CONFIG"  # how `--workers N` hands the config file to each worker process
+
+
+class AskRequest(BaseModel):
+    """The body of ``POST /v1/ask``; unknown fields are refused."""
+
+    model_config = ConfigDict(extra="forbid")
+    question: str = Field(description="The question (non-empty, at most service.max_question_chars characters).")
+    user_id: str | None = Field(None, description="Passed to the flag provider (percentage rollouts).")
+    session_id: str | None = Field(None, description="Passed to the flag provider.")
+    max_tokens: int | None = Field(None, ge=1, description="Synth-context budget in reader tokens for this request.")
+    compaction: Literal[COMPACTION_CHOICES] | None = Field(  # type: ignore[valid-type]
+        None, description="Compaction strategy for this request; 'off' hands the reader the full context.")
+
+
+class HopRecord(BaseModel):
+    sub_query: str
+    retrieved_ids: list[str]
+
+
+class BudgetRecord(BaseModel):
+    limit: int
+    unit: str
+    used: int
+
+
+class Citation(BaseModel):
+    passage_id: str
+    title: str
+    sentence_index: int
+    sentence: str
+
+
+class AnswerRecord(BaseModel):
+    text: str
+    method: str
+    cited_lines: list[str]
+    citations: list[Citation]
+    reader: str
+    error_kind: str | None
+    error: str | None
+    prompt_tokens: int | None
+
+
+class DroppedLine(BaseModel):
+    line: int
+    reason: str
+    text: str
+
+
+class AskRecord(BaseModel):
+    """What ``rootweaver ask --json`` prints (:func:`~rootweaver_capabilities.result_json.result_record`, detail)."""
+
+    question: str
+    hops: list[HopRecord]
+    hop_count: int
+    stop_reason: str
+    full_context_chars: int
+    context_chars: int
+    compaction: bool
+    strategy: str
+    budget: BudgetRecord | None
+    kept_lines: int | None
+    dropped_lines: int | None
+    answer: AnswerRecord | None
+    synth_context: str
+    dropped: list[DroppedLine]
+
+
+class ErrorRecord(BaseModel):
+    error: str
+
+
+def _refused(exc: Refusal) -> JSONResponse:
+    headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
+    return JSONResponse({"error": exc.message}, status_code=exc.status, headers=headers)
+
+
+def _validation_line(exc: RequestValidationError) -> str:
+    """FastAPI's list of validation errors as one line naming the first bad field."""
+    errors = exc.errors()
+    if not errors:
+        return "invalid request"
+    first = errors[0]
+    loc = [str(p) for p in first.get("loc", ()) if p != "body"]
+    kind = first.get("type", "")
+    if kind == "json_invalid":
+        where = f" at character {loc[0]}" if loc else ""
+        line = f"body: malformed JSON ({first.get('ctx', {}).get('error', 'cannot parse')}{where})"
+    elif isinstance(first.get("input"), bytes):
+        line = "body: not read as JSON (send Content-Type: application/json)"
+    elif not loc:
+        line = "body: must be a JSON object with a 'question' field"
+    elif kind == "extra_forbidden":
+        line = f"field '{'.'.join(loc)}': not a known field"
+    else:
+        line = f"field '{'.'.join(loc)}': {first.get('msg', 'invalid')}"
+    more = len(errors) - 1
+    return " ".join(line.split()) + (f" (and {more} more)" if more else "")
+
+
+class _Gate:
+    """ASGI middleware: refuses a body whose Content-Length is far over what the question
+    limit allows (413, before reading it) and counts responses by route and status."""
+
+    def __init__(self, app: Any, max_body_bytes: int, responses: Any):
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.responses = responses
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope["path"] if scope["path"] in _ROUTES else "other"
+
+        async def counted(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                self.responses.labels(path=path, status=str(message["status"])).inc()
+            await send(message)
+
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
+            response = JSONResponse({"error": f"body: {int(length):,} bytes, over the limit of "
+                                              f"{self.max_body_bytes:,} (service.max_question_chars)"},
+                                    status_code=413)
+            await response(scope, receive, counted)
+            return
+        await self.app(scope, receive, counted)
+
+
+_ROUTES = ("/v1/ask", "/v1/ask/stream", "/healthz", "/metrics", "/openapi.json")
+
+
+def _hop_event(index: int, hop: Hop) -> dict[str, Any]:
+    return {"hop": index, "sub_query": hop.sub_query, "retrieved_ids": list(hop.retrieved_ids), "reason": hop.reason}
+
+
+def _sse(event: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+def create_app(config: MultiHopConfig) -> FastAPI:
+    """The service for ``config``; the index and the reader load in its start-up (lifespan)."""
+    from prometheus_client import CONTENT_TYPE_LATEST, Counter, generate_latest
+
+    metrics = Metrics()
+    responses = Counter("rootweaver_http_responses", "HTTP responses by route and status code.",
+                        ["path", "status"], registry=metrics.registry)
+    state: dict[str, Answerer] = {}
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        state["answerer"] = Answerer(config, metrics)
+        print(f"rootweaver: worker {os.getpid()} ready", file=sys.stderr, flush=True)
+        try:
+            yield
+        finally:
+            state.pop("answerer").close()
+
+    app = FastAPI(title="rootweaver", version="0.1.0", lifespan=lifespan,
+                  description="Multi-hop question answering over a corpus, with a compacted synthesis context.")
+    app.add_middleware(_Gate, max_body_bytes=12 * config.service.max_question_chars + 4096, responses=responses)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"error": _validation_line(exc)}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"error": " ".join(str(exc.detail).split())}, status_code=exc.status_code,
+                            headers=exc.headers)
+
+    @app.exception_handler(Refusal)
+    async def _refusal(_request: Request, exc: Refusal) -> JSONResponse:
+        return _refused(exc)
+
+    errors = {code: {"model": ErrorRecord} for code in (403, 413, 422, 500, 503, 504)}
+
+    @app.post("/v1/ask", response_model=AskRecord, responses=errors)
+    async def ask(body: AskRequest) -> dict[str, Any]:
+        """Answer one question; the record of ``rootweaver ask --json``."""
+        return await state["answerer"].ask(body.question, AskOptions(body.max_tokens, body.compaction),
+                                           user_id=body.user_id, session_id=body.session_id)
+
+    @app.post("/v1/ask/stream", responses={200: {"content": {"text/event-stream": {}}}, **errors})
+    async def ask_stream(body: AskRequest) -> StreamingResponse:
+        """Server-Sent Events: ``hop`` per hop as it happens, then ``answer`` (or ``error``)."""
+        answerer = state["answerer"]
+        loop = asyncio.get_running_loop()
+        events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        hops = [0]
+
+        def on_hop(hop: Hop) -> None:  # in the answer thread
+            hops[0] += 1
+            loop.call_soon_threadsafe(events.put_nowait, ("hop", _hop_event(hops[0], hop)))
+
+        future = answerer.submit(body.question, AskOptions(body.max_tokens, body.compaction),
+                                 user_id=body.user_id, session_id=body.session_id, on_hop=on_hop)
+        done = asyncio.ensure_future(answerer.wait(future))
+
+        async def stream() -> AsyncIterator[bytes]:
+            while True:
+                getter = asyncio.ensure_future(events.get())
+                await asyncio.wait({getter, done}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    kind, data = getter.result()
+                    yield _sse(kind, data)
+                    continue
+                getter.cancel()
+                while not events.empty():  # hops reported just before the answer
+                    yield _sse(*events.get_nowait())
+                try:
+                    yield _sse("answer", done.result())
+                except Refusal as exc:
+                    yield _sse("error", {"status": exc.status, "error": exc.message})
+                return
+
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+
+    @app.get("/healthz")
+    async def healthz() -> JSONResponse:
+        """200 ``{"status": "ok", ...}`` once the index and the reader are loaded, else 503."""
+        answerer = state.get("answerer")
+        if answerer is None:
+            return JSONResponse({"status": "starting"}, status_code=503)
+        return JSONResponse({"status": "ok", "pid": os.getpid(), "reader": config.llm.provider,
+                             "index": config.retriever.index, "in_flight": answerer.in_flight})
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    async def prometheus() -> PlainTextResponse:
+        """This worker's Prometheus metrics (capability series and HTTP responses)."""
+        return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """The app for the config file named by ``$ROOTWEAVER_SERVICE_CONFIG`` (uvicorn's factory in each worker)."""
+    return create_app(MultiHopConfig.from_yaml(os.environ[CONFIG_ENV]))
+
+
+def run(config_path: Path, host: str, port: int, workers: int = 1) -> None:
+    """Serve on ``host:port`` until SIGINT/SIGTERM; ``workers`` > 1 forks that many processes
+    (each opens the memory-mapped index and loads the reader before it accepts requests)."""
+    import uvicorn
+
+    config = MultiHopConfig.from_yaml(config_path)  # a bad config fails here, once, before any worker starts
+    build_synthesizer(config.llm)  # likewise a reader that is not installed
+    if config.llm.provider == "local" and config.llm.model_path is None:
+        from .reader_models import DEFAULT_READER, ensure_model
+
+        ensure_model(DEFAULT_READER)  # assembled once, not raced by the workers
+    common = dict(host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
+    if workers == 1:
+        uvicorn.run(create_app(config), **common)
+    else:
+        os.environ[CONFIG_ENV] = str(config_path.resolve())
+        uvicorn.run(f"{__name__}:app_from_env", factory=True, workers=workers, **common)
