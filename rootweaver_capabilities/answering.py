@@ -2,7 +2,7 @@
 
 :class:`Answerer` loads the index and the reader once (at construction) and warms up the
 lazily loaded models with one extractive answer, then answers questions through
-:class:`~rootweaver_capabilities.multi_hop.MultiHopCapability` on a bounded thread pool, so an
+:class:`~rootweaver_capabilities.capability.MultiHopCapability` on a bounded thread pool, so an
 event loop never blocks on retrieval, compaction or the reader:
 
 - admission is decided at once: ``service.concurrency`` answers run, ``service.queue_depth``
