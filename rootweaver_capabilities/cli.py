@@ -6,7 +6,6 @@ Exit codes: 0 success, 1 an eval check failed, 2 bad input (one-line message on 
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import time
@@ -24,7 +23,9 @@ from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STR
 from .argtypes import OneLineParser, positive_int
 from .config import LLMConfig, MultiHopConfig
 from .multi_hop import MultiHopCapability, RequestContext, build_synthesizer
+from .reader_clock import TimedSynthesizer, deadline_note, load_reader
 from .records import result_record
+from .safe_output import json_text, safe_record, terminal_safe
 
 __all__ = ["main"]
 
@@ -103,7 +104,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     if not question.strip():
         raise UsageError("the question is empty")
     budget = Budget(args.max_chars, "chars") if args.max_chars else Budget(args.max_tokens, "tokens")
-    synthesizer = build_synthesizer(_reader_config(args))
+    synthesizer = TimedSynthesizer(build_synthesizer(_reader_config(args)))
+    load_s = load_reader(synthesizer.inner)  # model and tokenizer loaded before the answer's deadline
     rag = MultiHopRAG(
         _retriever(args),
         synthesizer=synthesizer,
@@ -116,11 +118,14 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     )
     d = result_record(rag.multi_hop_search(question), detail=True)
     if args.json:
-        print(json.dumps(d, ensure_ascii=False, indent=2))
+        print(json_text(d, indent=2))
     else:
         if args.question is None:
             print("(no question given: running the bundled demo question)")
-        _print_human(d)
+        _print_human(safe_record(d))
+    note = deadline_note(d["answer"], load_s, synthesizer.seconds, args.timeout)
+    if note:
+        print(note, file=sys.stderr)
     return 0
 
 
@@ -151,9 +156,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         except Exception as exc:  # noqa: BLE001 - one bad request must not end serving
             ctx.metadata["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
         answer = (ctx.metadata.get("multi_hop") or {}).get("answer") or {}
-        print(json.dumps({"question": question, "answer": answer.get("text"), "method": answer.get("method"),
-                          "cited_lines": answer.get("cited_lines", []), **ctx.metadata},
-                         ensure_ascii=False, default=str), flush=True)
+        print(json_text({"question": question, "answer": answer.get("text"), "method": answer.get("method"),
+                         "cited_lines": answer.get("cited_lines", []), **ctx.metadata}, default=str), flush=True)
     return 0
 
 
@@ -189,7 +193,7 @@ def _cmd_index_info(args: argparse.Namespace) -> int:
              for c in m.components.values() for f in c.get("files", ())}
     info = {**m.to_json(), "file_bytes": sizes}
     if args.json:
-        print(json.dumps(info, ensure_ascii=False, indent=2))
+        print(json_text(info, indent=2))
         return 0
     print(f"index {args.dir} (format version {m.format_version})")
     print(f"corpus: {m.corpus.path}  {m.corpus.passages:,} passages  {m.corpus.bytes:,} bytes  "
@@ -269,7 +273,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except (UsageError, CorpusError, ValueError, OSError) as exc:
-        print(f"rootweaver: error: {exc}", file=sys.stderr)
+        print(f"rootweaver: error: {terminal_safe(str(exc), one_line=True)}", file=sys.stderr)
         return 2
 
 
