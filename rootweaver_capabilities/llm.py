@@ -73,11 +73,14 @@ from .prompts import (
 )
 
 __all__ = [
+    "TOKENIZER_ENV",
     "ChatClient",
     "ChatCompletion",
     "ChatPacket",
     "LLMDeadlineError",
     "LLMError",
+    "LLMNullContentError",
+    "LLMReplyTooLargeError",
     "LLMRequestError",
     "LLMResponseError",
     "LLMSynthesizer",
@@ -86,15 +89,12 @@ __all__ = [
     "OpenAIChatClient",
     "PromptTooLongError",
     "ReaderAnswer",
-    "TOKENIZER_ENV",
     "chat_body",
+    "redact",
     "remaining_s",
     "render_chatml",
     "request_deadline",
     "resolve_token_counter",
-    "LLMNullContentError",
-    "LLMReplyTooLargeError",
-    "redact",
     "scrub",
     "secret_forms",
 ]
