@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rootweaver_innovations.comparison import date_comparison_answer
-from rootweaver_innovations.corpus import CorpusError, load_corpus_jsonl
+from rootweaver_innovations.corpus import MAX_RECORD_BYTES, CorpusError, load_corpus_jsonl
 from rootweaver_innovations.demo import DEMO_CORPUS, load_questions
 from rootweaver_innovations.multihop import MultiHopRAG
 from rootweaver_innovations.packing import Budget
@@ -22,6 +22,7 @@ from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STR
 
 from .argtypes import OneLineParser, positive_int
 from .config import LLMConfig, MultiHopConfig
+from .interrupts import Interrupted, signals_as_exceptions
 from .multi_hop import MultiHopCapability, RequestContext, build_synthesizer
 from .reader_clock import TimedSynthesizer, deadline_note, load_reader
 from .records import result_record
@@ -69,7 +70,7 @@ def _retriever(args: argparse.Namespace) -> Retriever:
         from rootweaver_innovations.index import open_index
 
         return open_index(args.index, corpus=args.corpus).retriever()
-    return BM25Retriever(load_corpus_jsonl(args.corpus or DEMO_CORPUS))
+    return BM25Retriever(load_corpus_jsonl(args.corpus or DEMO_CORPUS, args.max_record_bytes))
 
 
 def _reader_config(args: argparse.Namespace) -> LLMConfig:
@@ -104,10 +105,11 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     if not question.strip():
         raise UsageError("the question is empty")
     budget = Budget(args.max_chars, "chars") if args.max_chars else Budget(args.max_tokens, "tokens")
+    retriever = _retriever(args)  # a bad corpus or index is refused before the reader is loaded
     synthesizer = TimedSynthesizer(build_synthesizer(_reader_config(args)))
     load_s = load_reader(synthesizer.inner)  # model and tokenizer loaded before the answer's deadline
     rag = MultiHopRAG(
-        _retriever(args),
+        retriever,
         synthesizer=synthesizer,
         answer_rule=date_comparison_answer,
         max_hops=args.max_hops,
@@ -175,12 +177,25 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
             print(p.line(), file=sys.stderr, flush=True)
 
     start = time.perf_counter()
-    m = build_index(args.corpus, args.out, workers=args.workers, chunk_size=args.chunk_size, progress=progress)
+    with signals_as_exceptions():  # SIGTERM / SIGINT unwind the build: temp dir and workers cleaned up
+        m = build_index(args.corpus, args.out, workers=args.workers, chunk_size=args.chunk_size, progress=progress,
+                        max_record_bytes=args.max_record_bytes)
     if tty:
         print(file=sys.stderr)
     bm = m.components["bm25"]
     print(f"built {args.out}: {m.corpus.passages:,} passages, {bm['vocab_size']:,} terms, {bm['nnz']:,} postings "
           f"in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def _cmd_index_verify(args: argparse.Namespace) -> int:
+    """Check an index fully (structure, ranges, every file's SHA-256, every record); one line,
+    exit 0 when sound, exit 2 naming the first damaged file otherwise."""
+    from rootweaver_innovations.index import verify_index
+
+    m = verify_index(args.dir)
+    size = sum(f["bytes"] for f in m.files.values())
+    print(f"ok {args.dir}: {len(m.files)} files, {size:,} bytes, {m.corpus.passages:,} passages verified")
     return 0
 
 
@@ -233,7 +248,10 @@ def build_parser(with_evals: bool = False) -> argparse.ArgumentParser:
     ask.add_argument("--model-path", type=Path, help="--reader local: a GGUF file (default: the 1.5B reader)")
     ask.add_argument("--mode", choices=("evidence", "answer"), default="evidence",
                      help="evidence: answer + cited lines; answer: answer only")
-    ask.add_argument("--timeout", type=float, default=60.0, help="reader deadline in seconds")
+    ask.add_argument("--timeout", type=float, default=60.0,
+                     help="reader deadline in seconds for one answer (the model is loaded before it starts)")
+    ask.add_argument("--max-record-bytes", type=positive_int, default=MAX_RECORD_BYTES,
+                     help=f"refuse a --corpus line longer than this (default {MAX_RECORD_BYTES:,})")
     ask.set_defaults(func=_cmd_ask)
     serve = sub.add_parser("serve", help="answer questions from stdin via MultiHopCapability; optional /metrics")
     serve.add_argument("--config", type=Path, default=Path("configs/retrieval/multi_hop.yaml"))
@@ -247,11 +265,16 @@ def build_parser(with_evals: bool = False) -> argparse.ArgumentParser:
     build.add_argument("--out", type=Path, required=True, help="index directory to create (must not exist)")
     build.add_argument("--workers", type=positive_int, default=1, help="parsing/tokenising processes")
     build.add_argument("--chunk-size", type=positive_int, default=20_000, help="passages per chunk")
+    build.add_argument("--max-record-bytes", type=positive_int, default=MAX_RECORD_BYTES,
+                       help=f"refuse a corpus line longer than this (default {MAX_RECORD_BYTES:,})")
     build.set_defaults(func=_cmd_index_build)
     info = isub.add_parser("info", help="show an index's manifest (format, corpus, tokenizer, components)")
     info.add_argument("dir", type=Path)
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.set_defaults(func=_cmd_index_info)
+    verify = isub.add_parser("verify", help="check an index fully: structure, every file's SHA-256, every record")
+    verify.add_argument("dir", type=Path)
+    verify.set_defaults(func=_cmd_index_verify)
     if with_evals:  # the evals live in their own package, imported only for `rootweaver eval`
         from evals.commands import add_eval_parsers
 
@@ -272,6 +295,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(with_evals=raw[:1] == ["eval"]).parse_args(raw)
     try:
         return args.func(args)
+    except Interrupted as exc:
+        print(f"rootweaver: {exc}", file=sys.stderr)
+        return 128 + exc.signum
     except (UsageError, CorpusError, ValueError, OSError) as exc:
         print(f"rootweaver: error: {terminal_safe(str(exc), one_line=True)}", file=sys.stderr)
         return 2

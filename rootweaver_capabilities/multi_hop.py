@@ -94,7 +94,7 @@ def _default_retriever(cfg: RetrieverConfig) -> Retriever:
     if cfg.corpus is not None:
         from rootweaver_innovations.corpus import load_corpus_jsonl
 
-        passages = load_corpus_jsonl(cfg.corpus)
+        passages = load_corpus_jsonl(cfg.corpus, cfg.max_record_bytes)
     else:
         try:
             from rootweaver_innovations.demo import demo_passages
