@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 an eval check failed, 2 bad input (one-line message on 
 from __future__ import annotations
 
 import argparse
+import shutil
 import signal
 import sys
 import time
@@ -168,8 +169,10 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     from rootweaver_innovations.index import build_index
 
     tty, last = sys.stderr.isatty(), [0.0]
+    latch = None
 
     def progress(p) -> None:
+        latch.check()  # after every chunk: a SIGTERM / SIGINT unwinds the build from here
         if tty:
             print(f"\r{p.line()}", end="", file=sys.stderr, flush=True)
         elif p.seconds - last[0] >= 10:
@@ -177,9 +180,15 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
             print(p.line(), file=sys.stderr, flush=True)
 
     start = time.perf_counter()
-    with signals_as_exceptions():  # SIGTERM / SIGINT unwind the build: temp dir and workers cleaned up
-        m = build_index(args.corpus, args.out, workers=args.workers, chunk_size=args.chunk_size, progress=progress,
-                        max_record_bytes=args.max_record_bytes)
+    with signals_as_exceptions() as latch:  # SIGTERM / SIGINT unwind the build: temp dir and workers removed
+        try:
+            m = build_index(args.corpus, args.out, workers=args.workers, chunk_size=args.chunk_size,
+                            progress=progress, max_record_bytes=args.max_record_bytes)
+        except BaseException:
+            latch.check()  # a signal during a chunk surfaces as the failure it caused
+            raise
+        if latch.signum is not None:  # signalled after the last chunk: an interrupted build leaves nothing
+            shutil.rmtree(args.out, ignore_errors=True)
     if tty:
         print(file=sys.stderr)
     bm = m.components["bm25"]
