@@ -45,6 +45,7 @@ import contextlib
 import os
 import re
 import time
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -606,15 +607,10 @@ class OpenAIChatClient:
         started = time.monotonic()
 
         def post() -> httpx.Response:
-            with self._http.stream("POST", packet.url, json=dict(packet.body), headers=self._headers) as streamed:
-                body = bytearray()
-                for chunk in streamed.iter_bytes():  # decompressed, so the cap bounds what is held
-                    body += chunk
-                    if len(body) > self.max_reply_bytes:
-                        raise LLMReplyTooLargeError(
-                            f"reply passed {self.max_reply_bytes:,} bytes (decompressed, "
-                            f"Content-Encoding: {streamed.headers.get('content-encoding', 'none')}); refused", packet)
-            resp = httpx.Response(streamed.status_code, content=bytes(body), request=streamed.request)
+            headers = {**self._headers, "Accept-Encoding": "gzip, deflate"}
+            with self._http.stream("POST", packet.url, json=dict(packet.body), headers=headers) as streamed:
+                body = _read_capped(streamed, self.max_reply_bytes, packet)
+            resp = httpx.Response(streamed.status_code, content=body, request=streamed.request)
             resp.raise_for_status()
             return resp
 
@@ -656,6 +652,39 @@ class OpenAIChatClient:
             )
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise LLMResponseError(self._scrub(f"not a chat completion ({exc!r}): {resp.text[:300]}"), packet) from None
+
+
+def _read_capped(streamed: httpx.Response, cap: int, packet: ChatPacket) -> bytes:
+    """The body of ``streamed``, decompressed here (gzip, deflate or none) at most ``cap + 1``
+    bytes at a time, so a compressed bomb is refused at the cap without being inflated:
+    :class:`LLMReplyTooLargeError` past ``cap``, :class:`LLMResponseError` for another or a
+    corrupt encoding."""
+    encoding = streamed.headers.get("content-encoding", "identity").strip().lower() or "identity"
+    if encoding not in ("identity", "gzip", "x-gzip", "deflate"):
+        raise LLMResponseError(f"reply has an unsupported Content-Encoding {encoding!r}", packet)
+    inflate = None if encoding == "identity" else zlib.decompressobj(47 if "gzip" in encoding else 15)
+    body = bytearray()
+
+    def add(data: bytes) -> None:
+        body.extend(data)
+        if len(body) > cap:
+            raise LLMReplyTooLargeError(f"reply passed {cap:,} bytes (decompressed, Content-Encoding: {encoding}); "
+                                        "refused", packet)
+
+    if streamed.is_stream_consumed:  # a transport that hands over a read response (httpx.MockTransport)
+        add(streamed.content)
+        return bytes(body)
+    try:
+        for raw in streamed.iter_raw(1 << 16):
+            if inflate is None:
+                add(raw)
+                continue
+            add(inflate.decompress(raw, cap + 1 - len(body)))
+            while inflate.unconsumed_tail:
+                add(inflate.decompress(inflate.unconsumed_tail, cap + 1 - len(body)))
+    except zlib.error as exc:
+        raise LLMResponseError(f"reply is not valid {encoding} ({exc})", packet) from None
+    return bytes(body)
 
 
 _SHRINK_ROUNDS = 6
