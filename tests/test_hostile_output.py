@@ -28,6 +28,14 @@ from urllib.parse import quote, quote_plus, unquote, unquote_plus
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_llm_faults import (
+    CONTEXT,
+    FACTS,
+    QUESTION,
+    FaultServer,
+    _completion,
+    _response,
+)
 
 from rootweaver_capabilities.cli import main
 from rootweaver_capabilities.llm import (
@@ -39,8 +47,6 @@ from rootweaver_capabilities.llm import (
     scrub,
 )
 from rootweaver_capabilities.safe_output import UNSAFE, json_text, terminal_safe
-
-from test_llm_faults import CONTEXT, FACTS, QUESTION, FaultServer, _completion, _response
 
 HOSTILE = "\x1b[31mred\x1b[0m \x07bell \x00nul \x7fdel \x85nel \x9b31m \u202eevil\u202c \u2066iso\u2069 \u2028ls \u2029ps"
 KEY = "sk-live-Zx9/Qa+7Lm3=Tt0_Rr8-Ww5"
