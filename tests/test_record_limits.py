@@ -18,7 +18,11 @@ from hypothesis import strategies as st
 
 from rootweaver_capabilities.cli import main
 from rootweaver_capabilities.config import MultiHopConfig
-from rootweaver_innovations.corpus import MAX_RECORD_BYTES, CorpusError, load_corpus_jsonl
+from rootweaver_innovations.corpus import (
+    MAX_RECORD_BYTES,
+    CorpusError,
+    load_corpus_jsonl,
+)
 from rootweaver_innovations.index import build_index
 
 
