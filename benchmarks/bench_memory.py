@@ -67,7 +67,7 @@ def _hotpot_facts(target_chars: int):
 def _one_lead_facts(n: int = 4558):
     from rootweaver_innovations.records import Fact
 
-    question, base = _hotpot_facts(700_000)
+    _question, base = _hotpot_facts(700_000)
     facts = [Fact(f"d{i}", f"Doc {i}", f"Acme Rocket Company {base[i % len(base)].body[:120]}", 0, i % 10,
                   "Acme Rocket Company launch", i) for i in range(n)]
     return "Where did the Acme Rocket Company launch its first rocket?", facts
@@ -177,7 +177,7 @@ def main() -> int:
     for case in args.cases.split(","):
         for strategy in (["memos"] if case == "memo" else args.strategies.split(",")):
             proc = subprocess.run([sys.executable, __file__, "--child", case, strategy, "--budget", str(args.budget)],
-                                  capture_output=True, text=True, env=env, timeout=args.timeout)
+                                  capture_output=True, text=True, env=env, timeout=args.timeout, check=False)
             if proc.returncode:
                 print(f"| {case} | {strategy} | failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]} ||||||")
                 over += 1
