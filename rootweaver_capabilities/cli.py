@@ -220,7 +220,7 @@ def _cmd_index_info(args: argparse.Namespace) -> int:
         print(json_text(info, indent=2))
         return 0
     print(f"index {args.dir} (format version {m.format_version})")
-    print(f"corpus: {m.corpus.path}  {m.corpus.passages:,} passages  {m.corpus.bytes:,} bytes  "
+    print(f"corpus: {terminal_safe(m.corpus.path, one_line=True)}  {m.corpus.passages:,} passages  {m.corpus.bytes:,} bytes  "
           f"sha256 {m.corpus.sha256}")
     for name, comp in m.components.items():
         params = ", ".join(f"{k}={v}" for k, v in comp.items() if k != "files")
