@@ -1,28 +1,36 @@
-"""Peak memory of every compaction strategy on the ~7.7 KB benchmark context and a 2 MB one.
+"""Peak memory of every compaction strategy on the cases of issues 15 and 27, and what the
+process-wide memos keep.
 
-Usage: python benchmarks/bench_memory.py [--sizes 7715,2000000] [--budget 2000] [--strategies line,submodular,evidence]
-       [--per-line paragraph|sentence] [--max-input-lines 5000]
+Usage: python benchmarks/bench_memory.py [--cases small,hotpot,one-lead,big-budget,memo]
+       [--strategies line,submodular,evidence] [--budget 2000] [--limit-mb 200]
 
-Each (strategy, context) runs in a fresh child process (``--child``) that builds the
-context, then compacts it once under ``tracemalloc`` (peak of Python and numpy
-allocations during the call) and reads the process's RSS high-water mark
-(``ru_maxrss``) before and after. Printed: peak traced MB, RSS growth MB, the child's
-total RSS high-water MB, wall seconds, and the traced peak as a ratio of ``line``'s on
-the same context in the same run.
+Each (case, strategy) runs in a fresh child process (``--child``) that builds the case's
+facts, compacts a warm-up request, then compacts the case once under ``tracemalloc`` (peak
+of Python and numpy allocations during the call) and reads the process's RSS high-water
+mark (``ru_maxrss``) before and after: "RSS growth" is the memory the call took above the
+process's baseline. Every strategy runs behind the product's input cap
+(:func:`~rootweaver_innovations.strategies.make_compactor` defaults), budget in chars.
 
-The small context is ``benchmarks/bench_compaction.py``'s (5 hop blocks of the bundled
-demo corpus, 7,715 chars). The large one is hop blocks (one per question) of fact lines
-from the bundled HotpotQA dev subset (``evals/data/hotpotqa.jsonl.gz``), cut at the
-requested size: with ``--per-line paragraph`` (default) one "title | paragraph" line per
-paragraph (2,000,000 chars: 4,158 lines, within the default input cap of 5,000
-lines); with ``--per-line sentence`` one "title | sentence" line per sentence (about
-13,300 lines, which needs ``--max-input-lines 20000`` and exercises the packers'
-recompute-columns path beyond 4,096 candidates).
+Cases:
+
+- ``small``: ``benchmarks/bench_compaction.py``'s context (5 hop blocks of the demo corpus).
+- ``hotpot``: one fact per paragraph of the bundled HotpotQA dev rows, one hop per
+  question, up to 2,000,000 chars (about 4,150 lines).
+- ``one-lead``: 4,558 one-sentence documents whose lines all open with the same lead
+  entity (issue 27: 1,760 MB and 105 s under ``evidence``).
+- ``big-budget``: ``hotpot`` under a budget of 1,000,000 chars (issue 27: 1,025 MB).
+- ``memo``: 16,416 distinct lines of 20 KB turned into candidates 96 at a time (1.9 MB,
+  within the input cap), as the packers do, then the memory still held after the calls (the process-wide memos:
+  issue 27 measured +3.5 GB); strategy column ``memos``.
+
+Exit status 1 when a row's RSS growth is over ``--limit-mb`` (default 200), so the
+benchmark is the check of the issue's "< 200 MB above baseline".
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -34,100 +42,155 @@ import tracemalloc
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SMALL = 7715
+CASES = ("small", "hotpot", "one-lead", "big-budget", "memo")
 
 
-def build_large_context(target_chars: int, per_line: str = "paragraph") -> tuple[str, str, list[str]]:
-    """Hop blocks of HotpotQA fact lines (one per ``paragraph`` or ``sentence``), at most
-    ``target_chars`` long (whole lines)."""
-    from rootweaver_innovations.text import reasoning_key_terms
-    from rootweaver_innovations.context_format import format_fact, format_header
+def _hotpot_facts(target_chars: int):
+    """(question, facts): one fact per HotpotQA paragraph, one hop per row, whole lines up to
+    ``target_chars`` of rendered context."""
     from rootweaver_innovations.corpus import load_qa_rows
+    from rootweaver_innovations.records import Fact
 
     rows = load_qa_rows(REPO / "evals" / "data" / "hotpotqa.jsonl.gz")
-    lines: list[str] = []
-    size = -1
-    for row in rows * (1 + target_chars // 1_000_000):
-        block = [format_header(row.question)]
-        if per_line == "sentence":
-            block += [format_fact(p.title, s) for p in row.passages for s in p.sentences]
-        else:
-            block += [format_fact(p.title, p.text) for p in row.passages]
-        for line in block + [""]:
-            if size + 1 + len(line) > target_chars:
-                return "\n".join(lines).rstrip("\n"), rows[0].question, reasoning_key_terms(rows[0].question)[:4]
-            lines.append(line)
-            size += 1 + len(line)
-    raise ValueError(f"the bundled rows hold fewer than {target_chars} chars")
+    facts, size = [], 0
+    for hop, row in enumerate(rows * (1 + target_chars // 1_000_000)):
+        size += len(row.question) + 14
+        for k, p in enumerate(row.passages):
+            fact = Fact(f"{hop}:{p.id}", p.title, p.text, 0, hop, row.question, k)
+            size += len(fact.line) + 1
+            if size > target_chars:
+                return rows[0].question, facts
+            facts.append(fact)
+    return rows[0].question, facts
 
 
-def build(size: int, per_line: str) -> tuple[str, str, list[str]]:
-    if size == SMALL:
-        sys.path.insert(0, str(REPO / "benchmarks"))
-        from bench_compaction import build_context
+def _one_lead_facts(n: int = 4558):
+    from rootweaver_innovations.records import Fact
 
-        return build_context()
-    return build_large_context(size, per_line)
+    _question, base = _hotpot_facts(700_000)
+    facts = [Fact(f"d{i}", f"Doc {i}", f"Acme Rocket Company {base[i % len(base)].body[:120]}", 0, i % 10,
+                  "Acme Rocket Company launch", i) for i in range(n)]
+    return "Where did the Acme Rocket Company launch its first rocket?", facts
 
 
-def child(strategy: str, size: int, budget: int, per_line: str, max_input_lines: int) -> None:
+def _small_facts():
+    from rootweaver_innovations.demo import demo_passages, load_questions
+    from rootweaver_innovations.records import Fact
+
+    question = load_questions()[0].question
+    facts, i = [], 0
+    for hop in range(5):
+        size = 0
+        while size < 1500:
+            p = demo_passages()[i % 598]
+            i += 1
+            for k, s in enumerate(p.sentences):
+                facts.append(Fact(p.id, p.title, s, k, hop, f"sub-query {hop} {question}"))
+                size += len(facts[-1].line) + 1
+    return question, facts
+
+
+def _request(case: str, budget: int):
+    from rootweaver_innovations.budget import Budget
+    from rootweaver_innovations.compaction import CompactionRequest
+    from rootweaver_innovations.context_format import SynthContext
+
+    if case == "small":
+        question, facts = _small_facts()
+    elif case == "one-lead":
+        question, facts = _one_lead_facts()
+    else:
+        question, facts = _hotpot_facts(2_000_000)
+        budget = 1_000_000 if case == "big-budget" else budget
+    hops = [""] * (max(f.hop for f in facts) + 1)
+    for f in facts:
+        hops[f.hop] = hops[f.hop] or f.sub_query
+    return CompactionRequest(question, SynthContext(tuple(facts), tuple(hops)), (), Budget(budget, "chars"))
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def child(case: str, strategy: str, budget: int) -> dict:
+    """One measurement (see the module docstring); a JSON-able dict."""
+    from rootweaver_innovations.budget import Budget
+    from rootweaver_innovations.compaction import CompactionRequest
+    from rootweaver_innovations.context_format import SynthContext
+    from rootweaver_innovations.records import Fact
     from rootweaver_innovations.strategies import make_compactor
 
-    text, question, open_terms = build(size, per_line)
-    compactor = make_compactor(strategy, max_input_lines=max_input_lines)
-    compactor("warm up | imports and tokenizer", max_chars=budget, question=question)
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    if case == "memo":
+        from rootweaver_innovations.packing.candidates import fact_candidates
+
+        words = [f"w{k}" for k in range(4000)]
+        lines = [" ".join(words[(i * 7 + j) % 4000] for j in range(4000))[:20_000] for i in range(16)]
+        gc.collect()
+        rss_before = _rss_mb()
+        tracemalloc.start()
+        t0 = time.perf_counter()
+        for call in range(171):  # 16,416 distinct 20 KB lines, 96 per call (1.9 MB: within the input cap)
+            facts = [Fact(f"p{call}-{i}", "T", f"{lines[i % 16]} {call} {i}", 0) for i in range(96)]
+            fact_candidates("which w1 w2", facts)
+            del facts
+        seconds = time.perf_counter() - t0
+        gc.collect()
+        held, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return {"case": case, "strategy": "memos", "lines": 171 * 96, "chars": 171 * 96 * 20_000,
+                "traced_mb": peak / 2**20, "held_mb": held / 2**20, "rss_growth_mb": _rss_mb() - rss_before,
+                "rss_mb": _rss_mb(), "seconds": seconds}
+    request = _request(case, budget)
+    compactor = make_compactor(strategy)
+    warm = Fact("w", "Warm", "Warm up imports and tokenizer.", 0)
+    compactor(CompactionRequest(request.question, SynthContext((warm,), ("",)), (), Budget(200, "chars")))
+    text = request.context.text
+    gc.collect()
+    rss_before = _rss_mb()
     tracemalloc.start()
     t0 = time.perf_counter()
-    res = compactor(text, max_chars=budget, question=question, open_terms=open_terms)
+    res = compactor(request)
     seconds = time.perf_counter() - t0
-    _current, peak = tracemalloc.get_traced_memory()
+    _held, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({
-        "chars": len(text), "lines": text.count("\n") + 1, "out_chars": len(res.text),
-        "traced_mb": peak / 2**20, "rss_growth_mb": (rss_after - rss_before) / 1024,
-        "rss_mb": rss_after / 1024, "seconds": seconds,
-    }))
+    return {"case": case, "strategy": strategy, "lines": text.count("\n") + 1, "chars": len(text),
+            "out_chars": len(res.text), "traced_mb": peak / 2**20, "rss_growth_mb": _rss_mb() - rss_before,
+            "rss_mb": _rss_mb(), "seconds": seconds}
 
 
-def main() -> None:
+def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", default=f"{SMALL},2000000", help="context sizes in chars (7715 = the benchmark one)")
-    ap.add_argument("--budget", type=int, default=2000)
+    ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--strategies", default="line,submodular,evidence")
-    ap.add_argument("--per-line", choices=("paragraph", "sentence"), default="paragraph",
-                    help="large context: one fact line per paragraph or per sentence")
-    ap.add_argument("--max-input-lines", type=int, default=5000, help="the compactors' input cap on lines")
+    ap.add_argument("--budget", type=int, default=2000, help="chars (big-budget: 1,000,000)")
+    ap.add_argument("--limit-mb", type=float, default=200.0, help="RSS growth allowed per row")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per child")
-    ap.add_argument("--child", nargs=2, metavar=("STRATEGY", "SIZE"), help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=2, metavar=("CASE", "STRATEGY"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(args.child[0], int(args.child[1]), args.budget, args.per_line, args.max_input_lines)
-        return
-    strategies = args.strategies.split(",")
+        print(json.dumps(child(args.child[0], args.child[1], args.budget)))
+        return 0
     print(f"python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cpu, budget {args.budget} "
-          f"chars, one line per {args.per_line}, max input lines {args.max_input_lines}")
-    print("| context | strategy | lines | peak traced MB | RSS growth MB | RSS total MB | seconds | traced / line |")
+          f"chars, limit {args.limit_mb:g} MB RSS growth")
+    print("| case | strategy | lines | chars | peak traced MB | RSS growth MB | RSS total MB | seconds |")
     print("|---|---|---|---|---|---|---|---|")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    for size in map(int, args.sizes.split(",")):
-        base = None
-        for strategy in strategies:
-            proc = subprocess.run(
-                [sys.executable, __file__, "--child", strategy, str(size), "--budget", str(args.budget),
-                 "--per-line", args.per_line, "--max-input-lines", str(args.max_input_lines)],
-                capture_output=True, text=True, env=env, timeout=args.timeout,
-            )
+    over = 0
+    for case in args.cases.split(","):
+        for strategy in (["memos"] if case == "memo" else args.strategies.split(",")):
+            proc = subprocess.run([sys.executable, __file__, "--child", case, strategy, "--budget", str(args.budget)],
+                                  capture_output=True, text=True, env=env, timeout=args.timeout, check=False)
             if proc.returncode:
-                print(f"| {size} | {strategy} | failed: {proc.stderr.strip().splitlines()[-1]} |||||")
+                print(f"| {case} | {strategy} | failed: {(proc.stderr.strip().splitlines() or ['?'])[-1]} ||||||")
+                over += 1
                 continue
             r = json.loads(proc.stdout)
-            base = r["traced_mb"] if strategy == "line" else base
-            ratio = f"{r['traced_mb'] / base:.1f}x" if base else "n/a"
-            print(f"| {r['chars']:,} chars | {strategy} | {r['lines']:,} | {r['traced_mb']:.2f} | "
-                  f"{r['rss_growth_mb']:.1f} | {r['rss_mb']:.0f} | {r['seconds']:.2f} | {ratio} |", flush=True)
+            over += r["rss_growth_mb"] > args.limit_mb
+            held = f" (held after: {r['held_mb']:.1f})" if "held_mb" in r else ""
+            print(f"| {case} | {strategy} | {r['lines']:,} | {r['chars']:,} | {r['traced_mb']:.1f}{held} | "
+                  f"{r['rss_growth_mb']:.1f} | {r['rss_mb']:.0f} | {r['seconds']:.2f} |", flush=True)
+    return 1 if over else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -32,7 +32,7 @@ def build_retriever(cfg: RetrieverConfig) -> Retriever:
     from rootweaver_innovations.corpus import load_corpus_jsonl
     from rootweaver_innovations.demo import DEMO_CORPUS
 
-    return BM25Retriever(load_corpus_jsonl(cfg.corpus or DEMO_CORPUS), backend=cfg.backend)
+    return BM25Retriever(load_corpus_jsonl(cfg.corpus or DEMO_CORPUS, cfg.max_record_bytes), backend=cfg.backend)
 
 
 def build_compactor(cfg: CompactionConfig) -> Compactor:

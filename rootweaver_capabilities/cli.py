@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
+import shutil
 import signal
 import sys
 import time
@@ -15,15 +15,18 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from rootweaver_innovations.corpus import CorpusError
+from rootweaver_innovations.corpus import MAX_RECORD_BYTES, CorpusError
 from rootweaver_innovations.demo import load_questions
 from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, strategy_names
 
 from .argtypes import OneLineParser, host_port, positive_int
-from .assembly import build_rag, build_synthesizer
+from .assembly import build_compactor, build_rag, build_retriever, build_synthesizer
 from .capability import MultiHopCapability, RequestContext
 from .config import LLMConfig, MultiHopConfig
+from .interrupts import Interrupted, signals_as_exceptions
+from .reader_clock import TimedSynthesizer, deadline_note, load_reader
 from .result_json import result_record
+from .safe_output import json_text, safe_record, terminal_safe
 
 COMMANDS_GROUP = "rootweaver.commands"  # entry points adding subcommands (the evals register `eval`)
 
@@ -100,7 +103,8 @@ def _ask_config(args: argparse.Namespace) -> MultiHopConfig:
         unit="chars" if args.max_chars else "tokens", budget=args.max_chars or args.max_tokens,
     )
     retriever = dataclasses.replace(base.retriever, index=None if args.index is None else str(args.index),
-                                    corpus=None if args.corpus is None else str(args.corpus))
+                                    corpus=None if args.corpus is None else str(args.corpus),
+                                    max_record_bytes=args.max_record_bytes)
     return dataclasses.replace(base, max_hops=args.max_hops, max_passages=args.max_passages, compaction=compaction,
                                retriever=retriever, llm=_reader_config(args, base.llm))
 
@@ -109,14 +113,21 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     question = _demo_question() if args.question is None else args.question
     if not question.strip():
         raise UsageError("the question is empty")
-    rag = build_rag(_ask_config(args))
+    config = _ask_config(args)
+    retriever = build_retriever(config.retriever)  # a bad corpus or index is refused before the reader is loaded
+    synthesizer = TimedSynthesizer(build_synthesizer(config.llm, build_compactor(config.compaction)))
+    load_s = load_reader(synthesizer.inner)  # model and tokenizer loaded before the answer's deadline
+    rag = build_rag(config, retriever=retriever, synthesizer=synthesizer)
     d = result_record(rag.multi_hop_search(question), detail=True)
     if args.json:
-        print(json.dumps(d, ensure_ascii=False, indent=2))
+        print(json_text(d, indent=2))
     else:
         if args.question is None:
             print("(no question given: running the bundled demo question)")
-        _print_human(d)
+        _print_human(safe_record(d))
+    note = deadline_note(d["answer"], load_s, synthesizer.seconds, args.timeout)
+    if note:
+        print(note, file=sys.stderr)
     return 0
 
 
@@ -158,9 +169,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         except Exception as exc:  # noqa: BLE001 - one bad request must not end serving
             ctx.metadata["error"] = f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"
         answer = (ctx.metadata.get("multi_hop") or {}).get("answer") or {}
-        print(json.dumps({"question": question, "answer": answer.get("text"), "method": answer.get("method"),
-                          "cited_lines": answer.get("cited_lines", []), **ctx.metadata},
-                         ensure_ascii=False, default=str), flush=True)
+        print(json_text({"question": question, "answer": answer.get("text"), "method": answer.get("method"),
+                         "cited_lines": answer.get("cited_lines", []), **ctx.metadata}, default=str), flush=True)
     return 0
 
 
@@ -177,8 +187,10 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     from rootweaver_innovations.index import build_index
 
     tty, last = sys.stderr.isatty(), [0.0]
+    latch = None
 
     def progress(p) -> None:
+        latch.check()  # after every chunk: a SIGTERM / SIGINT unwinds the build from here
         if tty:
             print(f"\r{p.line()}", end="", file=sys.stderr, flush=True)
         elif p.seconds - last[0] >= 10:
@@ -186,12 +198,31 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
             print(p.line(), file=sys.stderr, flush=True)
 
     start = time.perf_counter()
-    m = build_index(args.corpus, args.out, workers=args.workers, chunk_size=args.chunk_size, progress=progress)
+    with signals_as_exceptions() as latch:  # SIGTERM / SIGINT unwind the build: temp dir and workers removed
+        try:
+            m = build_index(args.corpus, args.out, workers=args.workers, chunk_size=args.chunk_size,
+                            progress=progress, max_record_bytes=args.max_record_bytes)
+        except BaseException:
+            latch.check()  # a signal during a chunk surfaces as the failure it caused
+            raise
+        if latch.signum is not None:  # signalled after the last chunk: an interrupted build leaves nothing
+            shutil.rmtree(args.out, ignore_errors=True)
     if tty:
         print(file=sys.stderr)
     bm = m.components["bm25"]
     print(f"built {args.out}: {m.corpus.passages:,} passages, {bm['vocab_size']:,} terms, {bm['nnz']:,} postings "
           f"in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def _cmd_index_verify(args: argparse.Namespace) -> int:
+    """Check an index fully (structure, ranges, every file's SHA-256, every record); one line,
+    exit 0 when sound, exit 2 naming the first damaged file otherwise."""
+    from rootweaver_innovations.index import verify_index
+
+    m = verify_index(args.dir)
+    size = sum(f["bytes"] for f in m.files.values())
+    print(f"ok {args.dir}: {len(m.files)} files, {size:,} bytes, {m.corpus.passages:,} passages verified")
     return 0
 
 
@@ -204,10 +235,10 @@ def _cmd_index_info(args: argparse.Namespace) -> int:
              for c in m.components.values() for f in c.get("files", ())}
     info = {**m.to_json(), "file_bytes": sizes}
     if args.json:
-        print(json.dumps(info, ensure_ascii=False, indent=2))
+        print(json_text(info, indent=2))
         return 0
     print(f"index {args.dir} (format version {m.format_version})")
-    print(f"corpus: {m.corpus.path}  {m.corpus.passages:,} passages  {m.corpus.bytes:,} bytes  "
+    print(f"corpus: {terminal_safe(m.corpus.path, one_line=True)}  {m.corpus.passages:,} passages  {m.corpus.bytes:,} bytes  "
           f"sha256 {m.corpus.sha256}")
     for name, comp in m.components.items():
         params = ", ".join(f"{k}={v}" for k, v in comp.items() if k != "files")
@@ -246,7 +277,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     ask.add_argument("--model-path", type=Path, help="--reader local: a GGUF file (default: the 1.5B reader)")
     ask.add_argument("--mode", choices=("evidence", "answer"), default="evidence",
                      help="evidence: answer + cited lines; answer: answer only")
-    ask.add_argument("--timeout", type=float, default=60.0, help="reader deadline in seconds")
+    ask.add_argument("--timeout", type=float, default=60.0,
+                     help="reader deadline in seconds for one answer (the model is loaded before it starts)")
+    ask.add_argument("--max-record-bytes", type=positive_int, default=MAX_RECORD_BYTES,
+                     help=f"refuse a --corpus line longer than this (default {MAX_RECORD_BYTES:,})")
     ask.set_defaults(func=_cmd_ask)
     serve = sub.add_parser("serve", help="answer questions over HTTP (--http) or from stdin (the default)")
     mode = serve.add_mutually_exclusive_group()
@@ -270,11 +304,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     build.add_argument("--out", type=Path, required=True, help="index directory to create (must not exist)")
     build.add_argument("--workers", type=positive_int, default=1, help="parsing/tokenising processes")
     build.add_argument("--chunk-size", type=positive_int, default=20_000, help="passages per chunk")
+    build.add_argument("--max-record-bytes", type=positive_int, default=MAX_RECORD_BYTES,
+                       help=f"refuse a corpus line longer than this (default {MAX_RECORD_BYTES:,})")
     build.set_defaults(func=_cmd_index_build)
     info = isub.add_parser("info", help="show an index's manifest (format, corpus, tokenizer, components)")
     info.add_argument("dir", type=Path)
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.set_defaults(func=_cmd_index_info)
+    verify = isub.add_parser("verify", help="check an index fully: structure, every file's SHA-256, every record")
+    verify.add_argument("dir", type=Path)
+    verify.set_defaults(func=_cmd_index_verify)
     for ep in entry_points(group=COMMANDS_GROUP):  # loaded only when that command runs
         if ep.name == command:
             ep.load()(sub)
@@ -295,8 +334,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         return args.func(args)
+    except Interrupted as exc:
+        print(f"rootweaver: {exc}", file=sys.stderr)
+        return 128 + exc.signum
     except (UsageError, CorpusError, ValueError, OSError) as exc:
-        print(f"rootweaver: error: {exc}", file=sys.stderr)
+        print(f"rootweaver: error: {terminal_safe(str(exc), one_line=True)}", file=sys.stderr)
         return 2
 
 

@@ -40,6 +40,7 @@ from typing import Any
 import yaml
 
 from rootweaver_innovations.answer_rules import DEFAULT_ANSWER_RULES, answer_rule_names
+from rootweaver_innovations.corpus import MAX_RECORD_BYTES
 from rootweaver_innovations.multihop import STOP_RULES
 from rootweaver_innovations.retrieval import BACKENDS
 from rootweaver_innovations.packing import UNITS as BUDGET_UNITS
@@ -119,6 +120,10 @@ class RetrieverConfig:
         None, "str", "Index directory built by `rootweaver index build`, opened memory-mapped (needs backend "
         "bm25s); when set, corpus (if also set) must be the file it was built from; null = build in memory.",
         nullable=True,
+    )
+    max_record_bytes: int = _knob(
+        MAX_RECORD_BYTES, "int", "Per-record limit: a corpus line longer than this many bytes is refused at load "
+        "(one line naming file and line) before it is read whole.", check=_positive, rule="must be >= 1",
     )
 
 

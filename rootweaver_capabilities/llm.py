@@ -16,9 +16,14 @@ so a server that trickles one byte at a time or hangs mid-body cannot stretch a 
 several calls share (the synthesizer's whole answer: counting, the evidence retry).
 
 **No secrets in error text.** Text taken from a response (bodies, transport messages)
-is scrubbed of the API key and of any ``Authorization`` / ``Bearer`` value before it
-reaches an exception, so a server that echoes request headers cannot leak the key into
-a message or a log.
+is scrubbed of the API key (raw, JSON-escaped, percent-encoded and base64, at any
+alignment) and of any ``Authorization`` / ``Bearer`` value before it reaches an exception
+or an answer, so a server that echoes request headers cannot leak the key into a
+message, an answer or a log.
+
+**Bounded replies.** A reply body is read as a stream and refused
+(:class:`LLMReplyTooLargeError`) as soon as its decompressed size passes
+``max_reply_bytes``: a gzip bomb costs at most that much memory.
 
 Exception tree (``kind`` is the short name the capability records)::
 
@@ -28,6 +33,8 @@ Exception tree (``kind`` is the short name the capability records)::
      |    +-- LLMDeadlineError    deadline: the request's wall-clock deadline passed
      +-- LLMRequestError          refused: the server refused the request (4xx other than 429)
      +-- LLMResponseError         bad_response: HTTP 200 but not an OpenAI chat completion
+          +-- LLMNullContentError  null_content: a chat completion whose message content is null
+          +-- LLMReplyTooLargeError reply_too_large: the (decompressed) reply passed ``max_reply_bytes``
 
 Install with ``pip install 'rootweaver[llm]'`` (httpx; ``tokenizers`` is a core dependency).
 """
@@ -38,6 +45,7 @@ import contextlib
 import os
 import re
 import time
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -65,11 +73,14 @@ from .prompts import (
 )
 
 __all__ = [
+    "TOKENIZER_ENV",
     "ChatClient",
     "ChatCompletion",
     "ChatPacket",
     "LLMDeadlineError",
     "LLMError",
+    "LLMNullContentError",
+    "LLMReplyTooLargeError",
     "LLMRequestError",
     "LLMResponseError",
     "LLMSynthesizer",
@@ -78,13 +89,14 @@ __all__ = [
     "OpenAIChatClient",
     "PromptTooLongError",
     "ReaderAnswer",
-    "TOKENIZER_ENV",
     "chat_body",
+    "redact",
     "remaining_s",
     "render_chatml",
     "request_deadline",
     "resolve_token_counter",
     "scrub",
+    "secret_forms",
 ]
 
 TOKENIZER_ENV = "ROOTWEAVER_TOKENIZER_JSON"
@@ -188,17 +200,64 @@ class LLMResponseError(LLMError):
     kind = "bad_response"
 
 
+class LLMNullContentError(LLMResponseError):
+    """A chat completion whose ``message.content`` is ``null`` (no answer at all, which an
+    empty string would hide)."""
+
+    kind = "null_content"
+
+
+class LLMReplyTooLargeError(LLMResponseError):
+    """The reply body, decompressed, passed the client's ``max_reply_bytes``; reading stopped
+    there (a gzip bomb is refused at the cap, not inflated)."""
+
+    kind = "reply_too_large"
+
+
+DEFAULT_MAX_REPLY_BYTES = 8 << 20
 _AUTH_VALUE = re.compile(r"""(?i)(authorization\W{0,4}?\s*[:=]\s*["']?)[^"'\r\n,;}]+""")
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{4,}")
 REDACTED = "[redacted]"
 
 
-def scrub(text: str, secrets: Sequence[str] = ()) -> str:
-    """``text`` with every secret in ``secrets`` and every ``Authorization`` / ``Bearer``
-    value replaced by ``[redacted]`` (for text that came from a server or a transport)."""
+def secret_forms(secret: str) -> tuple[str, ...]:
+    """The strings under which ``secret`` can be echoed back: itself, JSON-escaped (with and
+    without ``\\/``), percent-encoded (``quote``, ``quote_plus``, upper and lower hex), and
+    the base64 and URL-safe base64 of every byte alignment (the 4-character groups that
+    depend on the secret's bytes alone, so the secret inside any longer base64 text is
+    found). Longest first; empty for an empty secret."""
+    if not secret:
+        return ()
+    import base64
+    import json
+    from urllib.parse import quote, quote_plus
+
+    forms = {secret, json.dumps(secret)[1:-1], json.dumps(secret)[1:-1].replace("/", "\\/"),
+             json.dumps(secret, ensure_ascii=False)[1:-1], quote(secret, safe=""), quote_plus(secret, safe="")}
+    forms |= {f.lower() for f in forms if "%" in f}
+    raw = secret.encode("utf-8")
+    for shift in range(3):
+        first, end = -(-shift // 3), (shift + len(raw)) // 3  # whole 3-byte groups inside the secret
+        if end - first < 2:
+            continue
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            forms.add(encode(b"\0" * shift + raw).decode("ascii")[4 * first:4 * end])
+    return tuple(sorted(forms, key=len, reverse=True))
+
+
+def redact(text: str, secrets: Sequence[str] = ()) -> str:
+    """``text`` with every secret in ``secrets``, in every form of :func:`secret_forms`,
+    replaced by ``[redacted]`` (for a reader's answer: nothing else is touched)."""
     for secret in secrets:
-        if secret:
-            text = text.replace(secret, REDACTED)
+        for form in secret_forms(secret):
+            text = text.replace(form, REDACTED)
+    return text
+
+
+def scrub(text: str, secrets: Sequence[str] = ()) -> str:
+    """:func:`redact` of ``text`` and every ``Authorization`` / ``Bearer`` value replaced by
+    ``[redacted]`` too (for text that came from a server or a transport)."""
+    text = redact(text, secrets)
     text = _AUTH_VALUE.sub(lambda m: m.group(1) + REDACTED, text)
     return _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
 
@@ -400,8 +459,10 @@ class OpenAIChatClient:
     the deadline. ``context_window`` is the server's
     (``--n_ctx`` / ``--max-model-len``); ``max_tokens`` is reserved for the output of every
     call unless a call passes its own. ``token_counter`` defaults to
-    :func:`resolve_token_counter`, resolved on first use. ``transport`` and ``sleep`` are
-    for tests. Raises ``ValueError`` on non-positive sizes or negative retry settings.
+    :func:`resolve_token_counter`, resolved on first use. ``max_reply_bytes`` caps a reply
+    body after decompression (:class:`LLMReplyTooLargeError` past it, not retried).
+    ``transport`` and ``sleep`` are for tests. Raises ``ValueError`` on non-positive sizes
+    or negative retry settings.
     """
 
     transport = "openai"
@@ -417,6 +478,7 @@ class OpenAIChatClient:
         backoff_s: float = 0.5,
         context_window: int = 2048,
         max_tokens: int = 256,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
         token_counter: TokenCounter | None = None,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
@@ -425,6 +487,8 @@ class OpenAIChatClient:
             raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        if max_reply_bytes < 1:
+            raise ValueError(f"max_reply_bytes must be >= 1, got {max_reply_bytes}")
         if max_retries < 0 or backoff_s < 0:
             raise ValueError(f"max_retries and backoff_s must be >= 0, got {max_retries}, {backoff_s}")
         if context_window < 1 or not 0 < max_tokens < context_window:
@@ -438,6 +502,7 @@ class OpenAIChatClient:
         self.backoff_s = backoff_s
         self.context_window = context_window
         self.max_tokens = max_tokens
+        self.max_reply_bytes = max_reply_bytes
         self._counter = token_counter
         self._sleep = sleep
         key = os.environ.get(api_key_env) if api_key_env else None
@@ -541,7 +606,10 @@ class OpenAIChatClient:
         started = time.monotonic()
 
         def post() -> httpx.Response:
-            resp = self._http.post(packet.url, json=dict(packet.body), headers=self._headers)
+            headers = {**self._headers, "Accept-Encoding": "gzip, deflate"}
+            with self._http.stream("POST", packet.url, json=dict(packet.body), headers=headers) as streamed:
+                body = _read_capped(streamed, self.max_reply_bytes, packet)
+            resp = httpx.Response(streamed.status_code, content=body, request=streamed.request)
             resp.raise_for_status()
             return resp
 
@@ -568,8 +636,12 @@ class OpenAIChatClient:
             data = resp.json()
             choice = data["choices"][0]
             usage = data.get("usage") or {}
+            content = choice["message"]["content"]
+            if content is None:
+                raise LLMNullContentError(f"the reply's message content is null: {self._scrub(resp.text[:300])}",
+                                          packet)
             return ChatCompletion(
-                text=choice["message"]["content"] or "",
+                text=redact(str(content), self._secrets),
                 finish_reason=str(choice.get("finish_reason") or ""),
                 model=str(data.get("model", packet.body["model"])),
                 prompt_tokens=usage.get("prompt_tokens"),
@@ -579,6 +651,39 @@ class OpenAIChatClient:
             )
         except (ValueError, KeyError, IndexError, TypeError) as exc:
             raise LLMResponseError(self._scrub(f"not a chat completion ({exc!r}): {resp.text[:300]}"), packet) from None
+
+
+def _read_capped(streamed: httpx.Response, cap: int, packet: ChatPacket) -> bytes:
+    """The body of ``streamed``, decompressed here (gzip, deflate or none) at most ``cap + 1``
+    bytes at a time, so a compressed bomb is refused at the cap without being inflated:
+    :class:`LLMReplyTooLargeError` past ``cap``, :class:`LLMResponseError` for another or a
+    corrupt encoding."""
+    encoding = streamed.headers.get("content-encoding", "identity").strip().lower() or "identity"
+    if encoding not in ("identity", "gzip", "x-gzip", "deflate"):
+        raise LLMResponseError(f"reply has an unsupported Content-Encoding {encoding!r}", packet)
+    inflate = None if encoding == "identity" else zlib.decompressobj(47 if "gzip" in encoding else 15)
+    body = bytearray()
+
+    def add(data: bytes) -> None:
+        body.extend(data)
+        if len(body) > cap:
+            raise LLMReplyTooLargeError(f"reply passed {cap:,} bytes (decompressed, Content-Encoding: {encoding}); "
+                                        "refused", packet)
+
+    if streamed.is_stream_consumed:  # a transport that hands over a read response (httpx.MockTransport)
+        add(streamed.content)
+        return bytes(body)
+    try:
+        for raw in streamed.iter_raw(1 << 16):
+            if inflate is None:
+                add(raw)
+                continue
+            add(inflate.decompress(raw, cap + 1 - len(body)))
+            while inflate.unconsumed_tail:
+                add(inflate.decompress(inflate.unconsumed_tail, cap + 1 - len(body)))
+    except zlib.error as exc:
+        raise LLMResponseError(f"reply is not valid {encoding} ({exc})", packet) from None
+    return bytes(body)
 
 
 _SHRINK_ROUNDS = 6

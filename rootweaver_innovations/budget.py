@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from .memo import Memo
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -68,12 +69,11 @@ def _encoded(tokenizer: Tokenizer, text: str) -> int:
     return len(tokenizer.encode(text, add_special_tokens=False).ids)
 
 
-def _memoise(memo: dict[str, int], size: int, key: str, n: int) -> int:
-    """``memo[key] = n``, emptying ``memo`` first when it already holds ``size`` entries; returns ``n``."""
-    if len(memo) >= size:
-        memo.clear()
-    memo[key] = n
-    return n
+_INT_BYTES = 28  # a memoised count
+_PIECE_MEMO_BYTES = 16 << 20  # pieces and words: at most 16 MiB however long a process runs
+_PIECE_MEMO_CHARS = 256  # a longer "word" (e.g. unbroken CJK text) is counted, not memoised
+_TEXT_MEMO_BYTES = 32 << 20  # whole texts: at most 32 MiB
+_TEXT_MEMO_CHARS = 8192  # a longer text is counted from its (memoised) pieces every time
 
 
 class _PieceCounts:
@@ -83,7 +83,8 @@ class _PieceCounts:
     ASCII form); a new piece is counted by the tokenizer's BPE model. Any other text is cut
     into words at boundaries every split shares (:data:`_WORD_CUT`); a new word is counted as
     above when it is ASCII, else by a full encode of that word. Counts of pieces and words
-    (each the count of that string alone) are memoised, at most ``cache_size`` of them.
+    (each the count of that string alone) are memoised, at most ``cache_size`` of them and
+    16 MiB (:class:`~rootweaver_innovations.memo.Memo`).
     """
 
     def __init__(self, tokenizer: Tokenizer, cache_size: int):
@@ -91,8 +92,8 @@ class _PieceCounts:
         self._bpe = tokenizer.model.tokenize
         self._marks = frozenset(t.content[0] for t in tokenizer.get_added_tokens_decoder().values() if t.content)
         self._bytes = str.maketrans({chr(b): c for b, c in _byte_alphabet().items() if b < 128})
-        self._counts: dict[str, int] = {}  # a piece or a word -> its token count
-        self._cache_size = cache_size
+        self._counts: Memo[int] = Memo(max_entries=cache_size, max_bytes=_PIECE_MEMO_BYTES,
+                                       max_key_chars=_PIECE_MEMO_CHARS, value_bytes=lambda _n: _INT_BYTES)
 
     @classmethod
     def of(cls, tokenizer: Tokenizer, cache_size: int) -> _PieceCounts | None:
@@ -120,7 +121,7 @@ class _PieceCounts:
             c = counts.get(word)
             if c is None:
                 c = self._ascii(word) if word.isascii() else _encoded(self._tokenizer, word)
-                _memoise(counts, self._cache_size, word, c)
+                counts.put(word, c)
             n += c
         return n
 
@@ -129,7 +130,7 @@ class _PieceCounts:
         for piece in _ASCII_SPLIT.findall(text):
             c = counts.get(piece)
             if c is None:
-                c = _memoise(counts, self._cache_size, piece, len(self._bpe(piece.translate(self._bytes))))
+                c = counts.put(piece, len(self._bpe(piece.translate(self._bytes))))
             n += c
         return n
 
@@ -148,7 +149,8 @@ class QwenTokenCounter:
 
     ``path`` is a ``tokenizer.json``; by default the copy shipped with the package (see its
     NOTICE: Apache-2.0). Counts are memoised per text (the same facts are packed again
-    under several budgets and policies); the memo holds at most ``cache_size`` texts. When
+    under several budgets and policies); the memo holds at most ``cache_size`` texts and
+    32 MiB, and no text over 8,192 chars (:class:`~rootweaver_innovations.memo.Memo`). When
     the tokenizer's pre-tokenizer is Qwen2's, a new text is counted piece by piece
     (:class:`_PieceCounts`: the same count, several times faster); otherwise by a full encode.
     """
@@ -164,8 +166,8 @@ class QwenTokenCounter:
                 self._tok = Tokenizer.from_file(str(file))
         else:
             self._tok = Tokenizer.from_file(str(path))
-        self._cache: dict[str, int] = {}
-        self._cache_size = cache_size
+        self._cache: Memo[int] = Memo(max_entries=cache_size, max_bytes=_TEXT_MEMO_BYTES,
+                                      max_key_chars=_TEXT_MEMO_CHARS, value_bytes=lambda _n: _INT_BYTES)
         self._pieces = _PieceCounts.of(self._tok, cache_size)
 
     def count(self, text: str) -> int:
@@ -173,7 +175,7 @@ class QwenTokenCounter:
         if n is None:
             pieces = self._pieces
             n = pieces.count(text) if pieces is not None and pieces.covers(text) else _encoded(self._tok, text)
-            _memoise(self._cache, self._cache_size, text, n)
+            self._cache.put(text, n)
         return n
 
 

@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "MAX_RECORD_BYTES",
     "CorpusError",
     "Passage",
     "QARow",
+    "bounded_lines",
     "detect_layout",
     "load_corpus_jsonl",
     "load_qa_rows",
@@ -30,8 +32,25 @@ __all__ = [
 ]
 
 
+MAX_RECORD_BYTES = 1 << 20  # the default per-record (per-line) limit: 1 MiB
+
+
 class CorpusError(ValueError):
     """A corpus or dataset file is missing or malformed; the message names file and line."""
+
+
+def bounded_lines(fh: Any, path: Path, max_record_bytes: int) -> Iterator[bytes]:
+    """The lines of the binary file ``fh`` (newline kept), each read with
+    ``readline(max_record_bytes + 1)`` so a longer record is never held whole: it raises
+    :class:`CorpusError` naming ``path``, the line and the limit as soon as its first
+    ``max_record_bytes + 1`` bytes are read (cost: the limit, not the record)."""
+    lineno = 0
+    while line := fh.readline(max_record_bytes + 1):
+        lineno += 1
+        if len(line) > max_record_bytes:
+            raise CorpusError(f"{path}:{lineno}: record longer than the per-record limit of {max_record_bytes:,} "
+                              "bytes (--max-record-bytes, retriever.max_record_bytes); split it or raise the limit")
+        yield line
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +91,13 @@ def split_sentences(text: str) -> tuple[str, ...]:
     return parts or (text.strip(),)
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def read_jsonl(path: Path, max_record_bytes: int = MAX_RECORD_BYTES) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` per non-blank line of a JSONL file (``.gz`` read transparently).
 
     Raises :class:`CorpusError` naming the file (and line) for a missing or unreadable file,
-    a line that is not UTF-8, malformed or too deeply nested JSON, or a line that is not
-    a JSON object.
+    a line longer than ``max_record_bytes`` (refused before it is read whole, see
+    :func:`bounded_lines`), a line that is not UTF-8, malformed or too deeply nested JSON,
+    or a line that is not a JSON object.
     """
     if not path.is_file():
         raise CorpusError(f"{path}: file not found")
@@ -85,7 +105,7 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     lineno = 0
     try:
         with opener(path, "rb") as fh:
-            for lineno, raw in enumerate(fh, 1):
+            for lineno, raw in enumerate(bounded_lines(fh, path, max_record_bytes), 1):
                 if raw.strip():
                     yield lineno, _parse_line(path, lineno, raw)
     except (OSError, EOFError, zlib.error) as exc:  # unreadable file, bad or truncated gzip
@@ -128,17 +148,18 @@ def passage_from_object(obj: dict[str, Any], path: Path, lineno: int) -> Passage
     return Passage(obj["id"], obj["title"], sents)
 
 
-def load_corpus_jsonl(path: str | Path) -> list[Passage]:
+def load_corpus_jsonl(path: str | Path, max_record_bytes: int = MAX_RECORD_BYTES) -> list[Passage]:
     """Load ``{"id", "title", "text"}`` lines (``sentences``, a list of strings, may replace ``text``).
 
-    Raises :class:`CorpusError` naming the file and line for a missing file, bad JSON,
+    Raises :class:`CorpusError` naming the file and line for a missing file, a record
+    (line) longer than ``max_record_bytes`` (refused before it is read whole), bad JSON,
     a missing or non-string field, sentences that are all blank, a duplicate id, or an
     empty corpus.
     """
     path = Path(path)
     passages: list[Passage] = []
     seen: set[str] = set()
-    for lineno, obj in read_jsonl(path):
+    for lineno, obj in read_jsonl(path, max_record_bytes):
         passage = passage_from_object(obj, path, lineno)
         if passage.id in seen:
             raise CorpusError(f"{path}:{lineno}: duplicate id {passage.id!r}")

@@ -15,10 +15,23 @@ Components are named entries of ``manifest["components"]`` (today ``passages`` a
 :meth:`OpenIndex.component` refuses a missing one with a message saying to rebuild.
 
 :func:`open_index` maps every array read-only (worker processes on the same index share
-the pages) and refuses, with one :class:`IndexFormatError` line naming the directory,
-an index whose format version or tokenizer settings differ from the running code's, a
-missing or inconsistent file, or (when a corpus file is given) one built from another
-corpus (SHA-256 of the file's bytes).
+the pages) and refuses, with one :class:`IndexFormatError` line naming the directory or
+the file, an index whose format version or tokenizer settings differ from the running
+code's, a manifest of the wrong shape or types, a missing file or one whose size is not
+the manifest's, an array of the wrong dtype, rank or length, out-of-range passage ids,
+an ``indptr`` that does not start at 0 or goes backwards, non-finite scores, offsets
+that do not partition the records file, a vocabulary that is not a list of distinct
+strings, or (when a corpus file is given) one built from another corpus (SHA-256 of the
+file's bytes). A record that fails to parse at query time is refused likewise, naming
+the records file and line. :func:`verify_index` adds the SHA-256 of every file against
+the manifest (``rootweaver index verify DIR``).
+
+Every file's size and SHA-256 are in ``manifest["files"]``. A build writes into a
+temporary sibling directory and renames it when complete; an interrupted build
+(exception, SIGINT, SIGTERM) removes it and stops its worker processes, workers die with
+their parent (``PR_SET_PDEATHSIG`` on Linux) and ignore SIGINT (the parent handles it),
+and a build removes the temporary directories that killed builds (SIGKILL) left beside
+its output.
 
 :func:`build_index` streams the corpus: chunks of lines are parsed and tokenised (by
 ``workers`` processes), written and counted, and their ``(term, passage, tf)`` triples
@@ -39,8 +52,8 @@ import shutil
 import time
 from array import array
 from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from itertools import islice
 from pathlib import Path
@@ -49,7 +62,13 @@ from typing import Any, overload
 import numpy as np
 
 from .bm25_matrix import IDFS, BM25Matrix, Vocabulary, count_chunk, scatter_scores
-from .corpus import CorpusError, Passage, passage_from_object
+from .corpus import (
+    MAX_RECORD_BYTES,
+    CorpusError,
+    Passage,
+    bounded_lines,
+    passage_from_object,
+)
 from .retrieval import BM25Retriever, passage_tokens, tokenizer_settings
 
 __all__ = [
@@ -63,11 +82,16 @@ __all__ = [
     "build_index",
     "open_index",
     "read_manifest",
+    "verify_index",
 ]
 
 FORMAT = "rootweaver-index"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: per-file sizes and SHA-256 in the manifest
 MANIFEST = "manifest.json"
+_PASSAGE_FILES = ("passages/records.jsonl", "passages/offsets.npy")
+_BM25_FILES = ("bm25/indptr.npy", "bm25/indices.npy", "bm25/robertson.npy", "bm25/lucene.npy", "bm25/vocab.json")
+_DTYPES = {"bm25/indptr.npy": np.int64, "bm25/indices.npy": np.int32, "bm25/robertson.npy": np.float32,
+           "bm25/lucene.npy": np.float32, "passages/offsets.npy": np.int64}
 _TRIPLE = np.dtype([("term", np.int32), ("doc", np.int32), ("tf", np.int32)])
 
 
@@ -87,17 +111,20 @@ class CorpusFingerprint:
 
 @dataclass(frozen=True, slots=True)
 class IndexManifest:
-    """``manifest.json``: format version, corpus, tokenizer settings, named components."""
+    """``manifest.json``: format version, corpus, tokenizer settings, named components, and
+    ``files``: every index file's ``{"bytes", "sha256"}`` by its path in the directory."""
 
     format_version: int
     corpus: CorpusFingerprint
     tokenizer: Mapping[str, Any]
     components: Mapping[str, Mapping[str, Any]]
+    files: Mapping[str, Mapping[str, Any]]
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object written to ``manifest.json``."""
         return {"format": FORMAT, "format_version": self.format_version, "corpus": asdict(self.corpus),
-                "tokenizer": dict(self.tokenizer), "components": {k: dict(v) for k, v in self.components.items()}}
+                "tokenizer": dict(self.tokenizer), "components": {k: dict(v) for k, v in self.components.items()},
+                "files": {k: dict(v) for k, v in self.files.items()}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,8 +172,14 @@ class PassageStore(Sequence[Passage]):
         if not -n <= i < n:
             raise IndexError(f"passage {i} out of range ({n} passages)")
         i %= n
-        obj = json.loads(self._map[int(self._offsets[i]):int(self._offsets[i + 1])])
-        return passage_from_object(obj, self._path, i + 1)
+        try:
+            obj = json.loads(self._map[int(self._offsets[i]):int(self._offsets[i + 1])])
+            if not isinstance(obj, dict):
+                raise ValueError("not a JSON object")
+            return passage_from_object(obj, self._path, i + 1)
+        except (ValueError, RecursionError) as exc:  # JSON, UTF-8 and field errors (CorpusError included)
+            raise IndexFormatError(f"{self._path}:{i + 1}: damaged record ({' '.join(str(exc).split())[:200]}); "
+                                   "rebuild the index") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,15 +224,17 @@ class _HashingReader(io.RawIOBase):
         return n
 
 
-def _lines(fh: io.BufferedReader, gz: bool) -> tuple[_HashingReader, Iterator[bytes]]:
+def _lines(fh: io.BufferedReader, gz: bool, corpus: Path,
+           max_record_bytes: int) -> tuple[_HashingReader, Iterator[bytes]]:
     raw = _HashingReader(fh)
     buffered = io.BufferedReader(raw, 1 << 20)
-    return raw, iter(gzip.GzipFile(fileobj=buffered) if gz else buffered)
+    return raw, bounded_lines(gzip.GzipFile(fileobj=buffered) if gz else buffered, corpus, max_record_bytes)
 
 
 def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: float = 0.75,
                 chunk_size: int = 20_000, workers: int = 1,
-                progress: Callable[[BuildProgress], None] | None = None) -> IndexManifest:
+                progress: Callable[[BuildProgress], None] | None = None,
+                max_record_bytes: int = MAX_RECORD_BYTES) -> IndexManifest:
     """Build the index of the JSONL ``corpus`` (``.gz`` read transparently) into ``out``.
 
     ``out`` must not exist (the index is written to a sibling temporary directory and
@@ -208,7 +243,8 @@ def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: floa
     process), at most ``workers + 1`` chunks in flight; ``progress`` is called after
     every chunk. The result does not depend on ``chunk_size`` or ``workers``. Raises
     :class:`CorpusError` naming the file and line for the same problems
-    :func:`~rootweaver_innovations.corpus.load_corpus_jsonl` refuses, and
+    :func:`~rootweaver_innovations.corpus.load_corpus_jsonl` refuses (a record longer than
+    ``max_record_bytes`` before it is read whole, JSON nested too deeply), and
     :class:`IndexFormatError` when ``out`` exists.
     """
     corpus, out = Path(corpus), Path(out)
@@ -218,16 +254,65 @@ def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: floa
         raise IndexFormatError(f"{out}: already exists; remove it or choose another --out")
     if chunk_size < 1 or workers < 1:
         raise ValueError(f"chunk_size and workers must be >= 1, got {chunk_size} and {workers}")
+    _remove_stale_builds(out)
     tmp = out.with_name(f".{out.name}.building-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "passages").mkdir(parents=True)
     (tmp / "bm25").mkdir()
     try:
-        manifest = _build(corpus, tmp, k1, b, chunk_size, workers, progress)
+        manifest = _build(corpus, tmp, k1, b, chunk_size, workers, progress, max_record_bytes)
         tmp.rename(out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return manifest
+
+
+def _remove_stale_builds(out: Path) -> None:
+    """Remove ``.<out>.building-<pid>`` siblings whose build process is gone (a build killed
+    by SIGKILL cannot clean up after itself; the next build beside it does)."""
+    for tmp in out.parent.glob(f".{out.name}.building-*"):
+        pid = tmp.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _worker_init() -> None:
+    """In each build worker: ignore SIGINT (the parent handles Ctrl-C and stops the workers),
+    and on Linux die with the parent (``PR_SET_PDEATHSIG``), so a killed build leaves no
+    orphaned worker."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the parent's own clean-up still runs
+        pass
+
+
+def _stop_pool(pool: ProcessPoolExecutor, interrupted: bool) -> None:
+    """Shut the worker pool down; after an error or a signal, terminate its workers instead of
+    letting them finish their chunks."""
+    if interrupted:
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.join(5)
+    else:
+        pool.shutdown(cancel_futures=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +340,8 @@ def _parse_chunk(corpus: Path, numbered: list[tuple[int, bytes]]) -> _Chunk:
             obj = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise CorpusError(f"{corpus}:{lineno}: malformed JSON ({getattr(exc, 'msg', exc)})") from None
+        except RecursionError:
+            raise CorpusError(f"{corpus}:{lineno}: JSON nested too deeply") from None
         if not isinstance(obj, dict):
             raise CorpusError(f"{corpus}:{lineno}: expected a JSON object")
         p = passage_from_object(obj, corpus, lineno)
@@ -274,15 +361,16 @@ def _chunks(lines: Iterator[bytes], size: int) -> Iterator[list[tuple[int, bytes
 
 
 def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, workers: int,
-           progress: Callable[[BuildProgress], None] | None) -> IndexManifest:
+           progress: Callable[[BuildProgress], None] | None, max_record_bytes: int) -> IndexManifest:
     start, total = time.perf_counter(), corpus.stat().st_size
     vocab, seen = Vocabulary(), set()
     offsets, lengths, chunk_nnz = array("q", [0]), array("q"), []
     df = np.zeros(0, dtype=np.int64)
-    pool = ProcessPoolExecutor(workers) if workers > 1 else None
+    pool = ProcessPoolExecutor(workers, initializer=_worker_init) if workers > 1 else None
+    finished = False
     with open(corpus, "rb") as fh, open(tmp / "passages" / "records.jsonl", "wb") as records, \
             open(tmp / "triples.tmp", "wb") as spill:
-        raw, lines = _lines(fh, corpus.suffix == ".gz")
+        raw, lines = _lines(fh, corpus.suffix == ".gz", corpus, max_record_bytes)
 
         def take(chunk: _Chunk) -> None:
             nonlocal df
@@ -316,11 +404,12 @@ def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, worker
                         take(pending.popleft().result())
                 while pending:
                     take(pending.popleft().result())
+            finished = True
         except (OSError, EOFError) as exc:  # e.g. a truncated or non-gzip .gz
             raise CorpusError(f"{corpus}: unreadable ({exc})") from None
         finally:
             if pool is not None:
-                pool.shutdown(cancel_futures=True)
+                _stop_pool(pool, interrupted=not finished)
         while raw.read(1 << 20):  # hash whatever the reader left (e.g. a gzip trailer)
             pass
     del seen
@@ -342,35 +431,92 @@ def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, worker
     (tmp / "triples.tmp").unlink()
     np.save(bm / "indptr.npy", indptr)
     (bm / "vocab.json").write_text(json.dumps(list(vocab), ensure_ascii=False), encoding="utf-8")
+    files = [*_PASSAGE_FILES, *_BM25_FILES]
     manifest = IndexManifest(
         FORMAT_VERSION, CorpusFingerprint(str(corpus), raw.sha256.hexdigest(), raw.count, n), tokenizer_settings(),
-        {"passages": {"files": ["passages/records.jsonl", "passages/offsets.npy"], "count": n},
-         "bm25": {"files": ["bm25/indptr.npy", "bm25/indices.npy", "bm25/robertson.npy", "bm25/lucene.npy",
-                            "bm25/vocab.json"], "k1": k1, "b": b, "vocab_size": len(vocab), "nnz": nnz,
+        {"passages": {"files": list(_PASSAGE_FILES), "count": n},
+         "bm25": {"files": list(_BM25_FILES), "k1": k1, "b": b, "vocab_size": len(vocab), "nnz": nnz,
                   "avg_length": float(np.frombuffer(lengths, dtype=np.int64).mean())}},
+        {f: {"bytes": (tmp / f).stat().st_size, "sha256": _sha256(tmp / f)} for f in files},
     )
     (tmp / MANIFEST).write_text(json.dumps(manifest.to_json(), indent=2), encoding="utf-8")
     return manifest
 
 
+_HEX64 = frozenset("0123456789abcdef")
+
+
+def _is_int(v: Any, low: int = 0) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and bool(np.isfinite(v))
+
+
+def _is_sha(v: Any) -> bool:
+    return isinstance(v, str) and len(v) == 64 and set(v) <= _HEX64
+
+
+def _manifest_problem(raw: Any) -> str | None:
+    """What is wrong with the shape or the types of a parsed manifest, else ``None``."""
+    if not isinstance(raw, dict):
+        return "not a JSON object"
+    if raw.get("format") != FORMAT:
+        return f"not a {FORMAT} manifest"
+    if not _is_int(raw.get("format_version")):
+        return "format_version is not an integer"
+    if raw["format_version"] != FORMAT_VERSION:
+        return None  # refused by the version check, with its own message
+    corpus, comps, files = raw.get("corpus"), raw.get("components"), raw.get("files")
+    if not (isinstance(corpus, dict) and set(corpus) == {"path", "sha256", "bytes", "passages"}
+            and isinstance(corpus["path"], str) and _is_sha(corpus["sha256"]) and _is_int(corpus["bytes"])
+            and _is_int(corpus["passages"], 1)):
+        return "corpus must be {path, sha256, bytes, passages (>= 1)}"
+    if not isinstance(raw.get("tokenizer"), dict):
+        return "tokenizer is not an object"
+    if not (isinstance(comps, dict) and all(isinstance(c, dict) for c in comps.values())):
+        return "components is not an object of objects"
+    for name, expected in (("passages", _PASSAGE_FILES), ("bm25", _BM25_FILES)):
+        if name in comps and comps[name].get("files") != list(expected):
+            return f"component {name!r} files must be {list(expected)}"
+    if "passages" in comps and comps["passages"].get("count") != corpus["passages"]:
+        return "components.passages.count differs from corpus.passages"
+    bm = comps.get("bm25", {})
+    if "bm25" in comps and not (_is_int(bm.get("vocab_size")) and _is_int(bm.get("nnz"))
+                                and all(_is_number(bm.get(k)) for k in ("k1", "b", "avg_length"))):
+        return "component 'bm25' needs integers vocab_size, nnz and numbers k1, b, avg_length"
+    if not (isinstance(files, dict) and set(files) == {*_PASSAGE_FILES, *_BM25_FILES}
+            and all(isinstance(f, dict) and set(f) == {"bytes", "sha256"} and _is_int(f["bytes"])
+                    and _is_sha(f["sha256"]) for f in files.values())):
+        return "files must map every index file to {bytes, sha256}"
+    return None
+
+
 def read_manifest(path: str | Path) -> IndexManifest:
-    """The manifest of the index at ``path``, checked against this code's format version and
-    tokenizer settings; :class:`IndexFormatError` naming ``path`` otherwise."""
+    """The manifest of the index at ``path``, checked for shape and types and against this
+    code's format version and tokenizer settings; :class:`IndexFormatError` naming the
+    manifest (or ``path``) otherwise."""
     path = Path(path)
-    if not (path / MANIFEST).is_file():
+    where = path / MANIFEST
+    if not where.is_file():
         raise IndexFormatError(f"{path}: not a rootweaver index (no {MANIFEST}); "
                                "build one with `rootweaver index build CORPUS.jsonl --out DIR`")
     try:
-        raw = json.loads((path / MANIFEST).read_text(encoding="utf-8"))
-        if raw.get("format") != FORMAT:
-            raise IndexFormatError(f"{path}: {MANIFEST} is not a {FORMAT} manifest")
-        manifest = IndexManifest(raw["format_version"], CorpusFingerprint(**raw["corpus"]), raw["tokenizer"],
-                                 raw["components"])
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as exc:
-        raise IndexFormatError(f"{path}: unreadable {MANIFEST} ({type(exc).__name__}: {exc})") from None
-    if manifest.format_version != FORMAT_VERSION:
-        raise IndexFormatError(f"{path}: index format version {manifest.format_version}, this rootweaver reads "
+        if where.stat().st_size > 1 << 20:
+            raise ValueError("larger than 1 MiB")
+        raw = json.loads(where.read_bytes().decode("utf-8"))
+    except (ValueError, RecursionError, OSError) as exc:
+        raise IndexFormatError(f"{where}: unreadable {MANIFEST} ({type(exc).__name__}: "
+                               f"{' '.join(str(exc).split())[:200]}); rebuild the index") from None
+    problem = _manifest_problem(raw)
+    if problem:
+        raise IndexFormatError(f"{where}: unreadable {MANIFEST} ({problem}); rebuild the index")
+    if raw["format_version"] != FORMAT_VERSION:
+        raise IndexFormatError(f"{path}: index format version {raw['format_version']}, this rootweaver reads "
                                f"version {FORMAT_VERSION}; rebuild it with `rootweaver index build`")
+    manifest = IndexManifest(raw["format_version"], CorpusFingerprint(**raw["corpus"]), raw["tokenizer"],
+                             raw["components"], raw["files"])
     current = tokenizer_settings()
     if dict(manifest.tokenizer) != current:
         changed = sorted(k for k in set(current) | set(manifest.tokenizer)
@@ -389,10 +535,38 @@ def _sha256(corpus: Path) -> str:
     return h.hexdigest()
 
 
+_BLOCK = 1 << 22  # elements per block of the range checks (bounded temporaries on large arrays)
+
+
+def _all_blocks(arr: np.ndarray, ok: Callable[[np.ndarray], bool]) -> bool:
+    return all(ok(arr[i:i + _BLOCK]) for i in range(0, len(arr), _BLOCK))
+
+
+def _load_array(path: Path, rel: str, length: int) -> np.ndarray:
+    """The memory-mapped 1-D array ``rel`` with the dtype of :data:`_DTYPES` and ``length``
+    elements; :class:`IndexFormatError` naming the file otherwise."""
+    try:
+        arr = np.load(path / rel, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise IndexFormatError(f"{path / rel}: damaged index file ({' '.join(str(exc).split())[:200]}); "
+                               "rebuild the index") from None
+    want = np.dtype(_DTYPES[rel])
+    if arr.dtype != want or arr.ndim != 1 or arr.shape[0] != length:
+        raise IndexFormatError(f"{path / rel}: expected {want} of shape ({length},), found {arr.dtype} of shape "
+                               f"{arr.shape}; rebuild the index")
+    return arr.view(np.ndarray)  # no memmap subclass overhead per slice
+
+
+def _damaged(path: Path, rel: str, what: str) -> IndexFormatError:
+    return IndexFormatError(f"{path / rel}: {what}; rebuild the index")
+
+
 def open_index(path: str | Path, corpus: str | Path | None = None) -> OpenIndex:
     """Open the index at ``path`` memory-mapped (see the module docstring for what is refused).
 
     ``corpus``, when given, must be the file the index was built from (same size and SHA-256).
+    Every check here reads the arrays once (sizes, dtypes, ranges, finiteness); the files'
+    SHA-256 are checked by :func:`verify_index`.
     """
     path = Path(path)
     manifest = read_manifest(path)
@@ -406,20 +580,52 @@ def open_index(path: str | Path, corpus: str | Path | None = None) -> OpenIndex:
                                    f"{fp.sha256[:12]}) than {corpus}; rebuild it with `rootweaver index build`")
     bm25 = _component(path, manifest, "bm25")
     _component(path, manifest, "passages")
+    for rel, entry in manifest.files.items():
+        if not (path / rel).is_file():
+            raise _damaged(path, rel, "missing index file")
+        if (size := (path / rel).stat().st_size) != entry["bytes"]:
+            raise _damaged(path, rel, f"{size:,} bytes, the manifest says {entry['bytes']:,} (truncated or "
+                                      "replaced)")
+    n, nnz, v = manifest.corpus.passages, bm25["nnz"], bm25["vocab_size"]
+    arrays = {name: _load_array(path, f"bm25/{name}.npy", length)
+              for name, length in (("indptr", v + 1), ("indices", nnz), *((k, nnz) for k in IDFS))}
+    offsets = _load_array(path, "passages/offsets.npy", n + 1)
+    indptr, indices = arrays["indptr"], arrays["indices"]
+    if indptr[0] != 0 or indptr[-1] != nnz or not bool((np.diff(indptr) >= 0).all()):
+        raise _damaged(path, "bm25/indptr.npy", f"not a column pointer (must rise from 0 to nnz {nnz:,})")
+    if not _all_blocks(indices, lambda a: a.size == 0 or (int(a.min()) >= 0 and int(a.max()) < n)):
+        raise _damaged(path, "bm25/indices.npy", f"passage ids outside [0, {n:,})")
+    for name in IDFS:
+        if not _all_blocks(arrays[name], lambda a: bool(np.isfinite(a).all())):
+            raise _damaged(path, f"bm25/{name}.npy", "non-finite scores (NaN or infinity)")
+    records = path / "passages" / "records.jsonl"
+    if offsets[0] != 0 or int(offsets[-1]) != records.stat().st_size or not bool((np.diff(offsets) > 0).all()):
+        raise _damaged(path, "passages/offsets.npy", "offsets do not partition records.jsonl")
     try:
-        arrays = {name: np.load(path / "bm25" / f"{name}.npy", mmap_mode="r").view(np.ndarray)  # no memmap
-                  for name in ("indptr", "indices", *IDFS)}  # subclass overhead per slice
-        offsets = np.load(path / "passages" / "offsets.npy", mmap_mode="r")
-        terms = json.loads((path / "bm25" / "vocab.json").read_text(encoding="utf-8"))
-        passages = PassageStore(path / "passages" / "records.jsonl", offsets)
+        terms = json.loads((path / "bm25" / "vocab.json").read_bytes().decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise _damaged(path, "bm25/vocab.json", f"unreadable ({type(exc).__name__})") from None
+    if not (isinstance(terms, list) and len(terms) == v and all(isinstance(t, str) for t in terms)):
+        raise _damaged(path, "bm25/vocab.json", f"must be a list of {v:,} strings")
+    vocab = {t: i for i, t in enumerate(terms)}
+    if len(vocab) != v:
+        raise _damaged(path, "bm25/vocab.json", "repeated terms")
+    try:
+        passages = PassageStore(records, offsets)
     except (OSError, ValueError) as exc:
-        raise IndexFormatError(f"{path}: missing or damaged index file ({exc}); rebuild it") from None
-    n, nnz = manifest.corpus.passages, int(arrays["indptr"][-1])
-    if (len(offsets) != n + 1 or len(terms) + 1 != len(arrays["indptr"]) or len(terms) != bm25["vocab_size"]
-            or any(len(arrays[k]) != nnz for k in ("indices", *IDFS))
-            or int(offsets[-1]) != (path / "passages" / "records.jsonl").stat().st_size):
-        raise IndexFormatError(f"{path}: index files do not agree with {MANIFEST} (truncated or mixed builds); "
-                               "rebuild it")
-    matrix = BM25Matrix({t: i for i, t in enumerate(terms)}, arrays["indptr"], arrays["indices"],
-                        arrays["robertson"], arrays["lucene"], n)
+        raise _damaged(path, "passages/records.jsonl", f"unreadable ({exc})") from None
+    matrix = BM25Matrix(vocab, indptr, indices, arrays["robertson"], arrays["lucene"], n)
     return OpenIndex(path, manifest, passages, matrix)
+
+
+def verify_index(path: str | Path) -> IndexManifest:
+    """Every check of :func:`open_index`, then the SHA-256 of every file against the
+    manifest and every record parsed; returns the manifest, or raises
+    :class:`IndexFormatError` naming the first damaged file."""
+    index = open_index(path)
+    for rel, entry in index.manifest.files.items():
+        if _sha256(index.path / rel) != entry["sha256"]:
+            raise _damaged(index.path, rel, "SHA-256 differs from the manifest (the file changed after the build)")
+    for i in range(len(index.passages)):
+        index.passages[i]
+    return index.manifest

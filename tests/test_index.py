@@ -162,7 +162,7 @@ def _edit_manifest(index: Path, edit) -> None:
     (lambda m: m["tokenizer"].update(stop_words_sha256="0" * 64), "stop_words_sha256 differ"),
     (lambda m: m["tokenizer"].update(pattern=r"[a-z]+"), "pattern differ"),
     (lambda m: m["components"].pop("bm25"), "no 'bm25' component"),
-    (lambda m: m["corpus"].update(passages=5), "do not agree"),
+    (lambda m: m["corpus"].update(passages=5), "differs from corpus.passages"),
     (lambda m: m.pop("corpus"), "unreadable manifest.json"),
 ])
 def test_a_mismatched_index_is_refused(demo_index, tmp_path, edit, msg):
@@ -184,7 +184,7 @@ def test_damaged_files_and_another_corpus_are_refused(demo_index, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(demo_index, copy)
     (copy / "bm25" / "lucene.npy").unlink()
-    with pytest.raises(IndexFormatError, match="missing or damaged"):
+    with pytest.raises(IndexFormatError, match="lucene.npy: missing index file"):
         open_index(copy)
     other = _write_corpus(tmp_path / "other.jsonl", [("A", "b")])
     with pytest.raises(IndexFormatError, match="another corpus"):
@@ -247,7 +247,7 @@ def test_cli_index_build_info_and_ask(tmp_path, capsys):
     assert "598 passages" in capsys.readouterr().out
     assert main(["index", "info", str(out), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["format_version"] == 1 and set(info["components"]) == {"passages", "bm25"}
+    assert info["format_version"] == 2 and set(info["components"]) == {"passages", "bm25"}
     assert all(size for size in info["file_bytes"].values())
     assert main(["index", "info", str(out)]) == 0
     assert "component bm25" in capsys.readouterr().out

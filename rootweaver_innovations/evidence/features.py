@@ -32,7 +32,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, chain
+from itertools import accumulate
 from typing import Protocol, TypeVar
 
 import ahocorasick
@@ -246,22 +246,41 @@ class _Sentences:
         return self.found[name]
 
 
-def _link_matrix(names: list[str], doc: np.ndarray, doc_list: list[int], sentences: _Sentences
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """``(links, out, sentence, named)``: ``links[j, k]`` when a sentence of document j contains
-    document k's name; ``out[i]`` when sentence i contains another document's name; each pair
-    ``(sentence[m], named[m])`` is a sentence and the other document whose name it contains.
-    A sentence contains a name as a substring (:meth:`_Sentences.holding`); ``doc`` and
-    ``doc_list`` are each sentence's document, as an array and as a list."""
+def _link_matrix(names: list[str], doc: np.ndarray, rel: np.ndarray, sentences: _Sentences
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(links, out, named_rel)``: ``links[j, k]`` when a sentence of document j contains
+    document k's name (never ``j == k``); ``out[i]`` when sentence i contains another
+    document's name; ``named_rel[k]`` the highest ``rel`` of a sentence of another document
+    containing document k's name (``-inf`` when none). A sentence contains a name as a
+    substring (:meth:`_Sentences.holding`); ``doc`` is each sentence's document.
+
+    Memory is bounded by the input, not by the (sentence, named document) pairs: documents
+    sharing one name (a lead entity every line repeats) are handled as one group, so
+    4,558 lines naming one entity cost the ``links`` matrix and O(lines) arrays, not 20
+    million pairs.
+    """
     n_doc = len(names)
-    holding = sentences.holding
-    found = [(i, d) for d, t in enumerate(names) for i in holding(t) if doc_list[i] != d]
-    sentence, named = np.fromiter(chain.from_iterable(found), dtype=np.int64, count=2 * len(found)).reshape(-1, 2).T
     links = np.zeros((n_doc, n_doc), dtype=bool)
-    links[doc[sentence], named] = True
-    out = np.zeros(len(doc_list))
-    out[sentence] = 1.0
-    return links, out, sentence, named
+    out = np.zeros(len(doc))
+    named_rel = np.full(n_doc, -np.inf)
+    groups: dict[str, list[int]] = {}
+    for d, name in enumerate(names):
+        groups.setdefault(name, []).append(d)
+    for name, members in groups.items():
+        held = np.asarray(sentences.holding(name), dtype=np.int64)
+        if not held.size:
+            continue
+        group = np.asarray(members, dtype=np.int64)
+        held_doc = doc[held]
+        links[np.ix_(np.unique(held_doc), group)] = True  # the diagonal is cleared below
+        others = held if len(group) > 1 else held[held_doc != group[0]]
+        out[others] = 1.0
+        best = int(held[np.argmax(rel[held])])  # the best sentence, then the best of another document
+        rest = held[held_doc != doc[best]]
+        second = float(rel[rest].max()) if rest.size else -np.inf
+        named_rel[group] = np.where(group == doc[best], second, rel[best])
+    np.fill_diagonal(links, False)
+    return links, out, named_rel
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -361,14 +380,13 @@ def _structure(problem: EvidenceProblem) -> _Structure:
     sub_entities = {sq: _sub_entity(sq, problem.query) for sq in by_sub}
     sentences = _Sentences.of(contents, {*titles, *entities, *sub_entities.values(),
                                          *_question_capitals(problem.query), *_head_words(problem.query)})
-    links, bridge_out, naming, named = _link_matrix(titles, doc, doc_list, sentences)
+    links, bridge_out, title_named_rel = _link_matrix(titles, doc, rel, sentences)
     q_low = problem.query.lower()
     title_in_q = np.array([1.0 if t and t in q_low else 0.0 for t in titles])
 
-    entity_links, entity_out, entity_naming, entity_named = _link_matrix(entities, doc, doc_list, sentences)
+    entity_links, entity_out, entity_named_rel = _link_matrix(entities, doc, rel, sentences)
     entity_in_q = np.array([1.0 if e and e in q_low else 0.0 for e in entities])
-    named_by_rel = np.full(n_doc, -np.inf)  # the best rel of a sentence naming it by title or entity, else 0
-    np.maximum.at(named_by_rel, np.concatenate((named, entity_named)), rel[np.concatenate((naming, entity_naming))])
+    named_by_rel = np.maximum(title_named_rel, entity_named_rel)  # the best rel of a sentence naming it, else 0
     named_by_rel[named_by_rel == -np.inf] = 0.0
     doc_hop = np.full(n_doc, np.iinfo(np.int64).max)
     hops = np.fromiter((c.hop or 0 for c in cands), dtype=np.int64, count=n)

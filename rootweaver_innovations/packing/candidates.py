@@ -6,8 +6,8 @@ only text, provenance and a relevance score computed from the query.
 
 from __future__ import annotations
 
-import functools
 import math
+import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..records import Fact
+from ..memo import Memo
 from ..text import bm25_tokenize
 
 __all__ = ["Candidate", "Header", "fact_candidates", "okapi_scores", "rank_order"]
@@ -203,16 +204,29 @@ def _mean_idf(docs: Sequence[_DocTerms]) -> float:
     return float((np.log(len(docs) - freq + 0.5) - np.log(freq + 0.5)).mean())
 
 
-@functools.lru_cache(maxsize=16384)
+def _doc_terms_bytes(d: _DocTerms) -> int:
+    return sys.getsizeof(d.counts) + 80 * len(d.counts)  # the Counter, its term strings and ints
+
+
+_TEXT_TERMS: Memo[_DocTerms] = Memo(max_entries=16384, max_bytes=32 << 20, max_key_chars=4096,
+                                    value_bytes=_doc_terms_bytes)
+
+
+def _count_terms(text: str) -> _DocTerms:
+    terms = bm25_tokenize(text)
+    return _DocTerms(len(terms), Counter(terms))
+
+
 def text_terms(text: str) -> _DocTerms:
     """The :func:`~rootweaver_innovations.retrieval.bm25_tokenize` terms of ``text``, counted.
 
-    Memoised (a corpus's passages recur across questions; at most 16,384 texts are kept, a
-    few MB): a fact's line is tokenised once, here, for its relevance, and the packing
-    problem's query incidence reads the same counts.
+    Memoised (a corpus's passages recur across questions): at most 16,384 texts and about
+    32 MiB, and no text over 4,096 chars (:class:`~rootweaver_innovations.memo.Memo`;
+    a count cap alone let 16,384 lines of 20 KB hold 3.5 GB). A fact's line is tokenised
+    once, here, for its relevance, and the packing problem's query incidence reads the
+    same counts.
     """
-    terms = bm25_tokenize(text)
-    return _DocTerms(len(terms), Counter(terms))
+    return _TEXT_TERMS.memoised(text, _count_terms)
 
 
 def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:

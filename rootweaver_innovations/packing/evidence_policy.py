@@ -61,6 +61,12 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     an option of ``k`` candidates worth ``bonus[d] + sum(p) - k * price``. On equal value the
     earlier option, and not taking the document at all, win. Only the ``max_cover_docs``
     documents with the largest bonus (ties: lower index) take part.
+
+    Memory: the DP table spans the capacity any packing of these options can use (the
+    budget, or the sum of each document's dearest option when that is less: the same
+    answer). When that table would pass :data:`_COVER_DP_BYTES` (a budget of 1,000,000
+    chars took 1 GB), costs are rounded up to a coarser unit first so it fits: the
+    packing is then exact on the rounded costs and never over the budget.
     """
     cost = problem.knapsack.item
     cap = int(problem.knapsack.capacity)
@@ -103,6 +109,7 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
     # the same packing without it is worth at least as much (float sums are monotone) in less
     # capacity, which the first argmax prefers. shift indexes `window[r]`: window[r, cap + 1 - c][w] = hist[r, w - c]
     live = np.column_stack((np.ones(n_groups, dtype=bool), valid & ((opt_value >= 0) | (opt_cost < 1))))
+    cap, opt_cost = _dp_capacity(cap, opt_cost, live[:, 1:], n_groups)
     shift = np.column_stack((np.full(n_groups, cap + 1), cap + 1 - np.minimum(opt_cost, cap + 1)))[live]
     gain = np.column_stack((np.zeros(n_groups), opt_value))[live][:, None]
     rows = [0, *accumulate(live.sum(axis=1).tolist())]
@@ -136,6 +143,21 @@ def _cover(p: np.ndarray, bonus: np.ndarray, problem: PackingProblem, params: Ev
             w -= costs[k]
             at_w = hist[:, cap + 1 + w].tolist()
     return chosen
+
+
+_COVER_DP_BYTES = 64 << 20  # the cover's DP table (float64, documents x twice the capacity) at most
+
+
+def _dp_capacity(cap: int, opt_cost: np.ndarray, live: np.ndarray, n_groups: int) -> tuple[int, np.ndarray]:
+    """``(capacity, option costs)`` for the cover's DP (see :func:`_cover`): the capacity no
+    packing can pass, and, when the table would be over :data:`_COVER_DP_BYTES`, both in
+    units of ``scale`` (costs rounded up, the capacity down)."""
+    span = int(min(cap, np.where(live, opt_cost, 0).max(axis=1, initial=0).sum()))
+    scale = -(-(n_groups + 1) * 2 * (span + 1) * 8 // _COVER_DP_BYTES)
+    if scale <= 1:
+        return span, opt_cost
+    opt_cost = -(-opt_cost // scale)
+    return int(min(cap // scale, np.where(live, opt_cost, 0).max(axis=1, initial=0).sum())), opt_cost
 
 
 def evidence_policy(problem: PackingProblem, model: EvidenceModel | None = None) -> Selection:
