@@ -228,7 +228,7 @@ def test_a_gzip_bomb_is_refused_at_the_cap_without_inflating_it():
     answer = LLMSynthesizer(OpenAIChatClient(server.url, "reader", api_key_env=None, max_retries=0,
                                              max_reply_bytes=1 << 20, max_tokens=32), mode="answer")
     try:
-        result = answer(QUESTION, CONTEXT, FACTS)
+        result = answer(QUESTION, CONTEXT)
     finally:
         server.close()
     assert result.error_kind == "reply_too_large" and result.method == "extractive (reader failed: reply_too_large)"
