@@ -22,6 +22,7 @@ from rootweaver_innovations.retrieval import BM25Retriever, Retriever
 from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, make_compactor, strategy_names
 
 from .argtypes import OneLineParser, positive_int
+from .batch import BatchError, add_batch_parser
 from .config import LLMConfig, MultiHopConfig
 from .multi_hop import MultiHopCapability, RequestContext, build_synthesizer
 from .records import result_record
@@ -102,6 +103,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     question = _demo_question() if args.question is None else args.question
     if not question.strip():
         raise UsageError("the question is empty")
+    if args.config is not None:  # --config: the capability answers, as in `batch` and `serve`
+        return _ask_configured(args, question)
     budget = Budget(args.max_chars, "chars") if args.max_chars else Budget(args.max_tokens, "tokens")
     synthesizer = build_synthesizer(_reader_config(args))
     rag = MultiHopRAG(
@@ -122,6 +125,28 @@ def _cmd_ask(args: argparse.Namespace) -> int:
             print("(no question given: running the bundled demo question)")
         _print_human(d)
     return 0
+
+
+def _ask_configured(args: argparse.Namespace, question: str) -> int:
+    """``ask --config FILE``: the YAML decides retriever, loop, compaction and reader, so the
+    options that would also decide them are refused; the record is ``batch``'s."""
+    from .batch import answer_question, load_config
+
+    given = [f"--{k.replace('_', '-')}" for k, v in vars(args).items()
+             if k in _CONFIGURED_BY_FILE and v != _ASK_DEFAULTS[k]]
+    if given:
+        raise UsageError(f"--config FILE sets the retriever, loop and reader; drop {', '.join(given)}")
+    d = answer_question(MultiHopCapability(load_config(args.config)), question)
+    if args.json:
+        print(json.dumps(d, ensure_ascii=False, indent=2))
+    else:
+        _print_human(d)
+    return 0
+
+
+_CONFIGURED_BY_FILE = ("corpus", "index", "compaction", "max_tokens", "max_chars", "max_hops", "max_passages",
+                       "reader", "base_url", "model", "model_path", "mode", "timeout")
+_ASK_DEFAULTS: dict[str, object] = {}  # filled by build_parser
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -230,7 +255,11 @@ def build_parser(with_evals: bool = False) -> argparse.ArgumentParser:
     ask.add_argument("--mode", choices=("evidence", "answer"), default="evidence",
                      help="evidence: answer + cited lines; answer: answer only")
     ask.add_argument("--timeout", type=float, default=60.0, help="reader deadline in seconds")
+    ask.add_argument("--config", type=Path, help="the capability YAML (as `serve --config`): it sets retriever, "
+                     "loop, compaction and reader instead of the options above")
     ask.set_defaults(func=_cmd_ask)
+    _ASK_DEFAULTS.update({k: ask.get_default(k) for k in _CONFIGURED_BY_FILE})
+    add_batch_parser(sub, positive_int)
     serve = sub.add_parser("serve", help="answer questions from stdin via MultiHopCapability; optional /metrics")
     serve.add_argument("--config", type=Path, default=Path("configs/retrieval/multi_hop.yaml"))
     serve.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on 127.0.0.1:PORT")
@@ -268,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(with_evals=raw[:1] == ["eval"]).parse_args(raw)
     try:
         return args.func(args)
-    except (UsageError, CorpusError, ValueError, OSError) as exc:
+    except (UsageError, CorpusError, ValueError, OSError, BatchError) as exc:
         print(f"rootweaver: error: {exc}", file=sys.stderr)
         return 2
 
