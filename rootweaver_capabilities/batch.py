@@ -75,7 +75,9 @@ class Question:
 @dataclass(slots=True)
 class BatchSummary:
     """What a run did: ``answered`` now, ``skipped`` (already in the output), ``failed`` ids
-    with their one-line errors, ``resubmitted`` chunks (after a worker loss), wall ``seconds``."""
+    with their one-line errors, ``resubmitted`` chunks and ``lost_workers`` (Ray actors that
+    died), questions returned per Ray node (``per_node``, delivered, duplicates included),
+    wall ``seconds`` (start to last answer, worker start-up included)."""
 
     total: int = 0
     answered: int = 0
@@ -83,6 +85,7 @@ class BatchSummary:
     failed: dict[str, str] = field(default_factory=dict)
     resubmitted: int = 0
     lost_workers: int = 0
+    per_node: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
 
@@ -319,8 +322,9 @@ def _cmd_batch(args: Any) -> int:
     s = run_batch(args.questions, args.out, config, workers=args.workers, ray_address=args.ray,
                   show_progress=not args.quiet)
     lost = f", {s.lost_workers} worker(s) lost, {s.resubmitted} chunk(s) resubmitted" if s.lost_workers else ""
+    nodes = f"; per Ray node: {json.dumps(s.per_node)}" if s.per_node else ""
     print(f"rootweaver batch: {s.answered} answered, {s.skipped} already in {args.out}, {len(s.failed)} failed "
-          f"in {s.seconds:.1f} s{lost}", file=sys.stderr)
+          f"in {s.seconds:.1f} s{lost}{nodes}", file=sys.stderr)
     return 1 if s.failed else 0
 
 

@@ -4,7 +4,8 @@
 ``workers``), spread over the nodes; each actor builds the capability once
 (:func:`rootweaver_capabilities.batch._capability`: the index opened from the configured
 path, the reader loaded). The driver keeps two chunks in flight per actor and hands each
-result to ``deliver`` (the driver's only writer).
+result to ``deliver`` (the driver's only writer); ``summary.per_node`` counts the questions
+each node answered (by node id prefix).
 
 Failure handling: actors are created with ``max_restarts=0``. When a call fails because its
 actor died (its node was lost, its process killed), the actor is dropped and the chunk is
@@ -32,10 +33,14 @@ class _Answerer:
     """The actor: a capability built once, answering chunks of ``(id, question)``."""
 
     def __init__(self, config_mapping: dict[str, Any], source: str):
-        self._capability = _capability(config_mapping, source)
+        import ray
 
-    def answer(self, chunk: list[tuple[str, str]]) -> list[tuple[str, bool, Any]]:
-        return _answer_chunk(self._capability, chunk)
+        self._capability = _capability(config_mapping, source)
+        self._node = ray.get_runtime_context().get_node_id()
+
+    def answer(self, chunk: list[tuple[str, str]]) -> tuple[str, list[tuple[str, bool, Any]]]:
+        """``(this actor's node id, the chunk's results)``."""
+        return self._node, _answer_chunk(self._capability, chunk)
 
 
 def run_on_ray(address: str, mapping: dict[str, Any], source: str, chunks: list[list[tuple[str, str]]],
@@ -77,7 +82,7 @@ def run_on_ray(address: str, mapping: dict[str, Any], source: str, chunks: list[
                 i, chunk = inflight.pop(ref)
                 load[i] -= 1
                 try:
-                    results = ray.get(ref)
+                    node, results = ray.get(ref)
                 except RayActorError as exc:
                     last_error = " ".join(str(exc).split())[:300]
                     if i in alive:
@@ -87,5 +92,6 @@ def run_on_ray(address: str, mapping: dict[str, Any], source: str, chunks: list[
                     summary.resubmitted += 1
                     continue
                 deliver(results)
+                summary.per_node[node[:12]] = summary.per_node.get(node[:12], 0) + len(results)
     finally:
         ray.shutdown()
