@@ -23,6 +23,7 @@ from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STR
 
 from .argtypes import OneLineParser, positive_int
 from .batch import BatchError, add_batch_parser
+from .sphinxql_cli import add_export_parser
 from .config import LLMConfig, MultiHopConfig
 from .multi_hop import MultiHopCapability, RequestContext, build_synthesizer
 from .records import result_record
@@ -277,6 +278,7 @@ def build_parser(with_evals: bool = False) -> argparse.ArgumentParser:
     info.add_argument("dir", type=Path)
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.set_defaults(func=_cmd_index_info)
+    add_export_parser(isub)
     if with_evals:  # the evals live in their own package, imported only for `rootweaver eval`
         from evals.commands import add_eval_parsers
 

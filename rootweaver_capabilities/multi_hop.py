@@ -86,7 +86,12 @@ class _TimedCompactor:
 
 def _default_retriever(cfg: RetrieverConfig) -> Retriever:
     """BM25 over the index ``cfg.index`` (memory-mapped; checked against ``cfg.corpus`` when
-    that is set too), else over ``cfg.corpus``, else over the bundled demo corpus."""
+    that is set too), else over ``cfg.corpus``, else over the bundled demo corpus; backend
+    ``sphinxql``: the Manticore/Sphinx cluster of ``cfg.sphinxql``."""
+    if cfg.backend == "sphinxql":
+        from .sphinxql import SphinxQLRetriever
+
+        return SphinxQLRetriever(cfg.sphinxql)
     if cfg.index is not None:
         from rootweaver_innovations.index import open_index
 

@@ -7,8 +7,11 @@ goes to shard ``position % S``), **every node holds every shard** (each node is 
 mirror of the corpus), and every node serves the distributed index ``<index>`` with one
 ``agent`` line per shard listing that shard on all nodes (``host:port:shard|host:port:shard``),
 the first mirror rotating per shard so the shards' work spreads over the nodes. A query to
-any node's ``<index>`` fans out to one mirror of each shard; searchd skips a mirror that
-does not answer. :func:`export_corpus` writes every shard to every node (``REPLACE``, so a
+any node's ``<index>`` fans out to one mirror of each shard (``ha_strategy = nodeads``: a
+mirror with 3 errors in a row is left out until its pings, every 0.5 s, succeed again).
+searchd answers a query whose chosen mirror failed *without that shard*, with a warning:
+the retriever reads ``SHOW WARNINGS`` after every query and treats a warning as a failed
+attempt, so a partial ranking is never returned. :func:`export_corpus` writes every shard to every node (``REPLACE``, so a
 re-run is idempotent): replication is the exporter's job on Sphinx (Manticore's own
 replication is in ``docs/adr/0002``).
 
@@ -29,7 +32,8 @@ and mean length read once. Ties by corpus position. The only difference left fro
 local index is a passage outside searchd's candidates (and Sphinx's own tokenizer).
 
 Failures: a search tries the hosts in order, then ``retries`` more rounds with backoff,
-all within ``deadline_s``; then one :class:`SphinxQLError` naming the hosts and the last
+all within ``deadline_s`` (each connect and read is bounded by the time left; no attempt
+starts with under 50 ms left); then one :class:`SphinxQLError` naming the hosts and the last
 failure. A connection that failed is dropped and reopened on the next use.
 """
 
@@ -119,22 +123,31 @@ class SphinxQLRetriever:
 
         cfg = self.cfg
         deadline = time.monotonic() + cfg.deadline_s
-        last = "no attempt"
+        last, attempts = "no attempt", 0
         conns: dict[tuple[str, int], Any] = self._local.__dict__.setdefault("conns", {})
         for attempt in range(cfg.retries + 1):
             for host in self.hosts:
                 budget = deadline - time.monotonic()
-                if budget <= 0:
+                if budget < 0.05:  # not even a refused connect fits any more
                     break
+                attempts += 1
                 try:
                     conn = conns.get(host)
                     if conn is None:
                         conn = conns[host] = self._connect(*host, budget)
                     with conn.cursor() as cur:
                         cur.execute(sql, args)
-                        return list(cur.fetchall())
-                except pymysql.err.ProgrammingError as exc:  # the query is wrong: another node will not help
-                    raise SphinxQLError(f"sphinxql {host[0]}:{host[1]}: query refused: {exc.args[-1]}") from None
+                        rows = list(cur.fetchall())
+                        cur.execute("SHOW WARNINGS")  # a mirror that failed: searchd answers without its shard
+                        warnings = [_text(w[2]) for w in cur.fetchall()]
+                    if not warnings:
+                        return rows
+                    last = f"{host[0]}:{host[1]}: partial answer: {' '.join(warnings[0].split())[:200]}"
+                except pymysql.err.ProgrammingError as exc:
+                    message = " ".join(_text(str(exc.args[-1])).split()).rstrip("\x00")
+                    if "agent" not in message:  # the query itself is wrong: another node will not help
+                        raise SphinxQLError(f"sphinxql {host[0]}:{host[1]}: query refused: {message}") from None
+                    last = f"{host[0]}:{host[1]}: {message[:200]}"  # a shard's mirrors all failed on that node
                 except (pymysql.err.MySQLError, OSError) as exc:
                     last = f"{host[0]}:{host[1]}: {' '.join(str(exc.args[-1] if exc.args else exc).split())[:200]}"
                     bad = conns.pop(host, None)
@@ -144,7 +157,7 @@ class SphinxQLRetriever:
             if attempt < cfg.retries and pause > 0:
                 time.sleep(pause)
         raise SphinxQLError(f"sphinxql: no node of {cfg.hosts} answered index {cfg.index!r} within "
-                            f"{cfg.deadline_s:g} s ({cfg.retries + 1} round(s)); last error {last}")
+                            f"{cfg.deadline_s:g} s ({attempts} attempt(s)); last error {last}")
 
     def _stats(self) -> tuple[list[str], int, float]:
         """(shard names, documents, mean content length), read once from the first node that answers."""
@@ -169,21 +182,23 @@ class SphinxQLRetriever:
             return []
         shards, n_docs, avgdl = self._stats()
         match = " | ".join(dict.fromkeys(tokens))  # \w+ tokens: no SphinxQL operator characters
-        words: list[str] = []
+        words: dict[int, str] = {}  # searchd's query position - 1 (PACKEDFACTORS' wordN) -> word
         df: dict[str, int] = {}
         for shard in shards:  # global document frequencies: every node holds every shard (module docstring)
             rows = self._query("CALL KEYWORDS(%s, %s, 1)", (match, shard))
-            words = [_text(r[2]) for r in rows]
+            words = {int(r[0]) - 1: _text(r[2]) for r in rows}
             for r in rows:
                 df[_text(r[2])] = df.get(_text(r[2]), 0) + int(r[3])
         if not words:
             return []
+        slots = [words.get(i) for i in range(max(words) + 1)]  # None: a position searchd dropped
         depth = max(CANDIDATES, 4 * int(k))
         rows = self._query(f"SELECT id, ntok, PACKEDFACTORS() FROM {self.cfg.index} WHERE MATCH(%s) "
                            f"ORDER BY WEIGHT() DESC, id ASC LIMIT {depth} "
                            f"OPTION ranker=expr('bm25'), max_matches={max(PAGE, depth)}", (match,))
         repeats = Counter(tokens)  # a repeated query term counts again, as in the local index
-        scored = _bm25(rows, [df.get(w, 0) for w in words], [repeats.get(w, 1) for w in words], n_docs, avgdl)
+        scored = _bm25(rows, [df.get(w, 0) if w else n_docs for w in slots], [repeats.get(w, 0) for w in slots],
+                       n_docs, avgdl)
         top = sorted(scored, key=lambda s: (-s[1], s[0]))[: int(k)]
         if not top:
             return []
@@ -251,7 +266,10 @@ def write_node_configs(out: str | Path, nodes: Sequence[tuple[str, int, int]], *
     """
     out = Path(out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    (out / "stopwords.txt").write_text("\n".join(sorted(STOP_WORDS)) + "\n", encoding="utf-8")
+    # only single-token stop words: searchd splits an entry such as "it's" into "it" and "s" and would drop
+    # both, while our tokenizer never produces "it's" (so that entry never removes anything locally)
+    words = sorted(w for w in STOP_WORDS if re.fullmatch(r"\w+", w))
+    (out / "stopwords.txt").write_text("\n".join(words) + "\n", encoding="utf-8")
     names = _shard_names(index, shards)
     agents = []
     for s, name in enumerate(names):
@@ -279,8 +297,9 @@ def write_node_configs(out: str | Path, nodes: Sequence[tuple[str, int, int]], *
 {{
     type = distributed
 {chr(10).join(agents)}
-    agent_connect_timeout = 300
+    agent_connect_timeout = 1000
     agent_query_timeout = 3000
+    ha_strategy = nodeads
 }}
 
 searchd
@@ -295,7 +314,7 @@ searchd
     read_timeout = 5
     client_timeout = 300
     max_children = 30
-    seamless_rotate = 1
+    ha_ping_interval = 500
 }}
 """)
         path = d / "searchd.conf"
