@@ -117,8 +117,9 @@ class SphinxQLRetriever:
                                read_timeout=max(0.05, min(cfg.query_timeout_s, budget)),
                                write_timeout=max(0.05, min(cfg.query_timeout_s, budget)), charset="utf8mb4")
 
-    def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
-        """Rows of ``sql`` from the first node that answers (see the module docstring)."""
+    def _query(self, sql: str, args: Sequence[Any] = (), *, distributed: bool = True) -> list[tuple]:
+        """Rows of ``sql`` from the first node that answers (see the module docstring); a
+        ``distributed`` query's warnings (a shard missing) make the attempt fail."""
         import pymysql
 
         cfg = self.cfg
@@ -138,8 +139,10 @@ class SphinxQLRetriever:
                     with conn.cursor() as cur:
                         cur.execute(sql, args)
                         rows = list(cur.fetchall())
-                        cur.execute("SHOW WARNINGS")  # a mirror that failed: searchd answers without its shard
-                        warnings = [_text(w[2]) for w in cur.fetchall()]
+                        warnings = []
+                        if distributed:  # a mirror that failed: searchd answers without its shard
+                            cur.execute("SHOW WARNINGS")
+                            warnings = [_text(w[2]) for w in cur.fetchall()]
                     if not warnings:
                         return rows
                     last = f"{host[0]}:{host[1]}: partial answer: {' '.join(warnings[0].split())[:200]}"
@@ -164,7 +167,7 @@ class SphinxQLRetriever:
         with self._lock:
             if self._shards is None:
                 prefix = f"{self.cfg.index}_s"
-                names = sorted((_text(r[0]) for r in self._query("SHOW TABLES")
+                names = sorted((_text(r[0]) for r in self._query("SHOW TABLES", distributed=False)
                                 if _text(r[0]).startswith(prefix) and _text(r[0])[len(prefix):].isdigit()),
                                key=lambda n: int(n[len(prefix):]))
                 n, avg = self._query(f"SELECT COUNT(*) c, AVG(ntok) a, 1 g FROM {self.cfg.index} GROUP BY g")[0][:2]
@@ -185,7 +188,7 @@ class SphinxQLRetriever:
         words: dict[int, str] = {}  # searchd's query position - 1 (PACKEDFACTORS' wordN) -> word
         df: dict[str, int] = {}
         for shard in shards:  # global document frequencies: every node holds every shard (module docstring)
-            rows = self._query("CALL KEYWORDS(%s, %s, 1)", (match, shard))
+            rows = self._query("CALL KEYWORDS(%s, %s, 1)", (match, shard), distributed=False)
             words = {int(r[0]) - 1: _text(r[2]) for r in rows}
             for r in rows:
                 df[_text(r[2])] = df.get(_text(r[2]), 0) + int(r[3])
@@ -193,19 +196,16 @@ class SphinxQLRetriever:
             return []
         slots = [words.get(i) for i in range(max(words) + 1)]  # None: a position searchd dropped
         depth = max(CANDIDATES, 4 * int(k))
-        rows = self._query(f"SELECT id, ntok, PACKEDFACTORS() FROM {self.cfg.index} WHERE MATCH(%s) "
+        rows = self._query(f"SELECT id, ntok, PACKEDFACTORS(), pid, title, sentences FROM {self.cfg.index} "
+                           f"WHERE MATCH(%s) "
                            f"ORDER BY WEIGHT() DESC, id ASC LIMIT {depth} "
                            f"OPTION ranker=expr('bm25'), max_matches={max(PAGE, depth)}", (match,))
         repeats = Counter(tokens)  # a repeated query term counts again, as in the local index
         scored = _bm25(rows, [df.get(w, 0) if w else n_docs for w in slots], [repeats.get(w, 0) for w in slots],
                        n_docs, avgdl)
         top = sorted(scored, key=lambda s: (-s[1], s[0]))[: int(k)]
-        if not top:
-            return []
-        ids = ",".join(str(i) for i, _ in top)
-        found = {r[0]: _passage(r) for r in self._query(
-            f"SELECT id, pid, title, sentences FROM {self.cfg.index} WHERE id IN ({ids}) LIMIT {len(top)}")}
-        return [ScoredPassage(found[i], score, rank) for rank, (i, score) in enumerate(top) if i in found]
+        by_id = {r[0]: r for r in rows}
+        return [ScoredPassage(_passage((i, *by_id[i][3:])), score, rank) for rank, (i, score) in enumerate(top)]
 
     @property
     def passages(self) -> list[Passage]:
