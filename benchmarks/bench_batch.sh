@@ -8,7 +8,8 @@
 # DIR from `python benchmarks/batch_data.py --out DIR` (questions.jsonl, config.yaml) with its
 # index built (`rootweaver index build DIR/corpus.jsonl --out DIR/index`). Prints one line per
 # run: mode, round, seconds (the batch's own wall time: start to last answer, Ray connection
-# and actor start-up included), questions/s, identical.
+# and actor start-up included), questions/s, the time to the first answer (start-up) and the
+# rate after it (steady state), identical.
 set -euo pipefail
 DIR="$(cd "$1" && pwd)"
 ROUNDS="${2:-3}"
@@ -28,10 +29,18 @@ PYEOF
 run() {  # mode round extra-batch-args [launcher...]
   local mode="$1" round="$2" extra="$3" out="$DIR/$1-$2.jsonl"; shift 3
   rm -f "$out"
-  local s
-  s="$("$@" "$PY" -m rootweaver_capabilities.cli batch "$DIR/questions.jsonl" --out "$out" \
-       --config "$DIR/config.yaml" --quiet $extra 2>&1 | sed -n 's/.* in \([0-9.]*\) s.*/\1/p' | tail -1)"
-  echo "$mode round $round: $s s, $("$PY" -c "print(f'{$N / $s:.1f}')") q/s, $(same "$out")"
+  local line
+  line="$("$@" "$PY" -m rootweaver_capabilities.cli batch "$DIR/questions.jsonl" --out "$out" \
+       --config "$DIR/config.yaml" --quiet $extra 2>&1 | grep '^rootweaver batch:' | tail -1)"
+  "$PY" - "$mode" "$round" "$N" "$line" <<'PYEOF'
+import re, sys
+mode, rnd, n, line = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+total = float(re.search(r" in ([0-9.]+) s", line).group(1))
+first = float(re.search(r"first answer after ([0-9.]+) s", line).group(1))
+print(f"{mode} round {rnd}: {total:.1f} s, {n / total:.1f} q/s; first answer after {first:.1f} s, "
+      f"then {(n - 1) / (total - first):.1f} q/s", end=", ")
+PYEOF
+  same "$out"
 }
 rm -f "$DIR/one.jsonl"
 "$PY" -m rootweaver_capabilities.cli batch "$DIR/questions.jsonl" --out "$DIR/one.jsonl" --config "$DIR/config.yaml" --quiet

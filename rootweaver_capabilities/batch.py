@@ -77,7 +77,8 @@ class BatchSummary:
     """What a run did: ``answered`` now, ``skipped`` (already in the output), ``failed`` ids
     with their one-line errors, ``resubmitted`` chunks and ``lost_workers`` (Ray actors that
     died), questions returned per Ray node (``per_node``, delivered, duplicates included),
-    wall ``seconds`` (start to last answer, worker start-up included)."""
+    wall ``seconds`` (start to last answer, worker start-up included) and ``first_answer_s``
+    (start to the first answer written: mostly start-up; ``None`` when none was)."""
 
     total: int = 0
     answered: int = 0
@@ -87,6 +88,7 @@ class BatchSummary:
     lost_workers: int = 0
     per_node: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    first_answer_s: float | None = None
 
 
 def read_questions(path: str | Path) -> list[Question]:
@@ -216,6 +218,8 @@ class _Writer:
             if ok:
                 self._fh.write(json.dumps({"id": qid, **payload}, ensure_ascii=False) + "\n")
                 self._fh.flush()
+                if self._s.first_answer_s is None:
+                    self._s.first_answer_s = time.perf_counter() - self._start
                 self._done.add(qid)
                 self._s.answered += 1
                 self._s.failed.pop(qid, None)
@@ -323,8 +327,9 @@ def _cmd_batch(args: Any) -> int:
                   show_progress=not args.quiet)
     lost = f", {s.lost_workers} worker(s) lost, {s.resubmitted} chunk(s) resubmitted" if s.lost_workers else ""
     nodes = f"; per Ray node: {json.dumps(s.per_node)}" if s.per_node else ""
+    first = f" (first answer after {s.first_answer_s:.1f} s)" if s.first_answer_s is not None else ""
     print(f"rootweaver batch: {s.answered} answered, {s.skipped} already in {args.out}, {len(s.failed)} failed "
-          f"in {s.seconds:.1f} s{lost}{nodes}", file=sys.stderr)
+          f"in {s.seconds:.1f} s{first}{lost}{nodes}", file=sys.stderr)
     return 1 if s.failed else 0
 
 
