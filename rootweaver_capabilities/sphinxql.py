@@ -68,8 +68,9 @@ PAGE = 1000  # rows per page when streaming every passage (searchd's default max
 _CONTROL = str.maketrans({c: " " for c in "\x00\n\r\t\x1a"})
 
 
-class SphinxQLError(RuntimeError):
-    """No searchd node answered within the deadline (or the query itself was refused)."""
+class SphinxQLError(ConnectionError):
+    """No searchd node answered within the deadline (or the query itself was refused); one line.
+    A ``ConnectionError`` (``OSError``): the CLI prints it as one line, like any unreachable service."""
 
 
 def _shard_names(index: str, shards: int) -> list[str]:
