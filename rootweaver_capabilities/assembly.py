@@ -24,7 +24,12 @@ __all__ = ["build_compactor", "build_rag", "build_retriever", "build_synthesizer
 def build_retriever(cfg: RetrieverConfig) -> Retriever:
     """BM25 over the index ``cfg.index`` (memory-mapped; checked against ``cfg.corpus`` when
     that is set too), else over ``cfg.corpus``, else over the bundled demo corpus. A bad
-    corpus or index raises a ``ValueError`` (``CorpusError``, ``IndexError_``) naming the file."""
+    corpus or index raises a ``ValueError`` (``CorpusError``, ``IndexError_``) naming the file.
+    Backend ``sphinxql``: the Manticore/Sphinx cluster of ``cfg.sphinxql``."""
+    if cfg.backend == "sphinxql":
+        from .sphinxql import SphinxQLRetriever
+
+        return SphinxQLRetriever(cfg.sphinxql)
     if cfg.index is not None:
         from rootweaver_innovations.index import open_index
 

@@ -22,6 +22,8 @@ from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STR
 from .argtypes import OneLineParser, host_port, positive_int
 from .assembly import build_compactor, build_rag, build_retriever, build_synthesizer
 from .capability import MultiHopCapability, RequestContext
+from .batch import BatchError, add_batch_parser
+from .sphinxql_cli import add_export_parser
 from .config import LLMConfig, MultiHopConfig
 from .interrupts import Interrupted, signals_as_exceptions
 from .reader_clock import TimedSynthesizer, deadline_note, load_reader
@@ -113,6 +115,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     question = _demo_question() if args.question is None else args.question
     if not question.strip():
         raise UsageError("the question is empty")
+    if args.config is not None:  # --config: the capability answers, as in `batch` and `serve`
+        return _ask_configured(args, question)
     config = _ask_config(args)
     retriever = build_retriever(config.retriever)  # a bad corpus or index is refused before the reader is loaded
     synthesizer = TimedSynthesizer(build_synthesizer(config.llm, build_compactor(config.compaction)))
@@ -129,6 +133,28 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     if note:
         print(note, file=sys.stderr)
     return 0
+
+
+def _ask_configured(args: argparse.Namespace, question: str) -> int:
+    """``ask --config FILE``: the YAML decides retriever, loop, compaction and reader, so the
+    options that would also decide them are refused; the record is ``batch``'s."""
+    from .batch import answer_question, load_config
+
+    given = [f"--{k.replace('_', '-')}" for k, v in vars(args).items()
+             if k in _CONFIGURED_BY_FILE and v != _ASK_DEFAULTS[k]]
+    if given:
+        raise UsageError(f"--config FILE sets the retriever, loop and reader; drop {', '.join(given)}")
+    d = answer_question(MultiHopCapability(load_config(args.config)), question)
+    if args.json:
+        print(json_text(d, indent=2))
+    else:
+        _print_human(safe_record(d))
+    return 0
+
+
+_CONFIGURED_BY_FILE = ("corpus", "index", "compaction", "max_tokens", "max_chars", "max_hops", "max_passages",
+                       "reader", "base_url", "model", "model_path", "mode", "timeout")
+_ASK_DEFAULTS: dict[str, object] = {}  # filled by build_parser
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -281,7 +307,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                      help="reader deadline in seconds for one answer (the model is loaded before it starts)")
     ask.add_argument("--max-record-bytes", type=positive_int, default=MAX_RECORD_BYTES,
                      help=f"refuse a --corpus line longer than this (default {MAX_RECORD_BYTES:,})")
+    ask.add_argument("--config", type=Path, help="the capability YAML (as `serve --config`): it sets retriever, "
+                     "loop, compaction and reader instead of the options above")
     ask.set_defaults(func=_cmd_ask)
+    _ASK_DEFAULTS.update({k: ask.get_default(k) for k in _CONFIGURED_BY_FILE})
+    add_batch_parser(sub, positive_int)
     serve = sub.add_parser("serve", help="answer questions over HTTP (--http) or from stdin (the default)")
     mode = serve.add_mutually_exclusive_group()
     mode.add_argument("--http", type=host_port, metavar="[HOST:]PORT",
@@ -314,6 +344,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     verify = isub.add_parser("verify", help="check an index fully: structure, every file's SHA-256, every record")
     verify.add_argument("dir", type=Path)
     verify.set_defaults(func=_cmd_index_verify)
+    add_export_parser(isub)
     for ep in entry_points(group=COMMANDS_GROUP):  # loaded only when that command runs
         if ep.name == command:
             ep.load()(sub)
@@ -337,7 +368,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Interrupted as exc:
         print(f"rootweaver: {exc}", file=sys.stderr)
         return 128 + exc.signum
-    except (UsageError, CorpusError, ValueError, OSError) as exc:
+    except (UsageError, CorpusError, ValueError, OSError, BatchError) as exc:
         print(f"rootweaver: error: {terminal_safe(str(exc), one_line=True)}", file=sys.stderr)
         return 2
 

@@ -19,7 +19,7 @@ echoed in a message are abbreviated (:func:`_shown`), so a message stays one sho
 whatever the input.
 
 Secrets: the config holds only the *names* of environment variables
-(``flags.unleash.token_env``, ``llm.api_key_env``); the values are read from the
+(``flags.unleash.token_env``, ``llm.api_key_env``, ``retriever.sphinxql.password_env``); the values are read from the
 environment when needed (:meth:`UnleashConfig.token`, :meth:`LLMConfig.api_key`) and are
 never stored in the object, so they cannot reach a repr, a log line or metadata. No
 other knob can be overridden from the environment. Relative paths are used as given,
@@ -66,6 +66,7 @@ __all__ = [
     "MultiHopConfig",
     "RetrieverConfig",
     "ServiceConfig",
+    "SphinxQLConfig",
     "UnleashConfig",
     "knob_reference",
 ]
@@ -107,11 +108,50 @@ def _positive(v: float) -> bool:
     return v >= 1
 
 
+_HOSTPORT = re.compile(r"[^\s,:]+:\d{1,5}")
+
+
+def _hostports(v: str) -> bool:
+    return all(_HOSTPORT.fullmatch(h.strip()) and 0 < int(h.rpartition(":")[2]) < 65536 for h in v.split(","))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SphinxQLConfig:
+    """Connection to Manticore Search / Sphinx searchd nodes over SphinxQL (the MySQL protocol),
+    used when ``retriever.backend`` is ``sphinxql`` (extra ``cluster``)."""
+
+    hosts: str = _knob("127.0.0.1:9306", "str", "Comma-separated HOST:PORT SphinxQL (mysql41) listeners of searchd "
+                       "nodes that all serve `index`; tried in this order, the next one when a node fails.",
+                       check=_hostports, rule="must be HOST:PORT[,HOST:PORT...] with ports in 1..65535")
+    index: str = _knob("rootweaver", "str", "Index queried: the distributed index written by `rootweaver index "
+                       "export --to sphinxql` (its shards and mirrors are searchd's business).")
+    user: str | None = _knob(None, "str", "MySQL-protocol user (searchd ignores it; a proxy may not); null = none.",
+                             nullable=True)
+    password_env: str | None = _knob("ROOTWEAVER_SPHINXQL_PASSWORD", "env",
+                                     "NAME of the environment variable holding the password (unset = none).",
+                                     nullable=True)
+    connect_timeout_s: float = _knob(1.0, "float", "Seconds to connect to one node.", check=lambda v: v > 0,
+                                     rule="must be > 0")
+    query_timeout_s: float = _knob(2.0, "float", "Seconds to wait for one query's answer from one node.",
+                                   check=lambda v: v > 0, rule="must be > 0")
+    retries: int = _knob(2, "int", "Extra rounds over all hosts after the first fails (with 0.1 s, 0.2 s, ... "
+                         "backoff), all within deadline_s.", check=lambda v: v >= 0, rule="must be >= 0")
+    deadline_s: float = _knob(5.0, "float", "Wall-clock deadline of one search, every attempt included; then one "
+                              "error naming the hosts and the last failure.", check=lambda v: v > 0,
+                              rule="must be > 0")
+
+    def password(self) -> str | None:
+        """The password from the environment (``None`` when unset or empty); never stored."""
+        return _read_env(self.password_env)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetrieverConfig:
-    """The hop retriever: BM25 over a built index, a JSONL corpus, or the bundled demo corpus."""
+    """The hop retriever: BM25 over a built index, a JSONL corpus, or the bundled demo corpus;
+    or a Manticore/Sphinx cluster (``backend: sphinxql``)."""
 
-    backend: str = _knob("bm25s", "str", "BM25 implementation.", choices=BACKENDS)
+    backend: str = _knob("bm25s", "str", "BM25 implementation, or sphinxql: a Manticore Search / Sphinx "
+                         "cluster (see retriever.sphinxql).", choices=(*BACKENDS, "sphinxql"))
     corpus: str | None = _knob(
         None, "file", "JSONL corpus ({id, title, text|sentences} per line); null = the bundled demo corpus.",
         nullable=True,
@@ -125,6 +165,7 @@ class RetrieverConfig:
         MAX_RECORD_BYTES, "int", "Per-record limit: a corpus line longer than this many bytes is refused at load "
         "(one line naming file and line) before it is read whole.", check=_positive, rule="must be >= 1",
     )
+    sphinxql: SphinxQLConfig = _section(SphinxQLConfig, "Manticore / Sphinx connection (backend sphinxql).")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

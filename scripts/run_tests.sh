@@ -3,7 +3,9 @@
 #   1. unit and property tests, no servers;
 #   2. start the real servers the integration tests need (Unleash + PostgreSQL on
 #      127.0.0.1:4242, llama.cpp's OpenAI-compatible server with SmolLM2-135M on
-#      127.0.0.1:8765), run `pytest -m integration`, stop both by PID.
+#      127.0.0.1:8765), two Sphinx searchd nodes (scripts/sphinx_up.sh, 127.0.0.1:9306/9406),
+#      run `pytest -m integration` (the Ray tests start their own two-node cluster in a
+#      loopback-only namespace, scripts/ray_local_cluster.sh), stop them all by PID.
 # Non-interactive; needs root (apt-get for PostgreSQL) on a fresh machine.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,6 +18,7 @@ export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"  # torch threads oversubscribe 2 
 cleanup() {
   "$PY" scripts/local_reader.py stop >/dev/null 2>&1 || true
   bash scripts/unleash_down.sh >/dev/null 2>&1 || true
+  bash scripts/sphinx_down.sh >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 
@@ -27,5 +30,10 @@ export UNLEASH_URL UNLEASH_ADMIN_URL UNLEASH_ADMIN_TOKEN UNLEASH_API_TOKEN UNLEA
 "$PY" scripts/local_reader.py setup --model smollm2
 "$PY" scripts/local_reader.py start --model smollm2
 export LLM_BASE_URL="http://127.0.0.1:8765/v1"
+
+bash scripts/sphinx_up.sh
+# shellcheck disable=SC1091
+source "${SPHINX_STATE_DIR:-$ROOT/.cache/sphinx}/env"
+export SPHINXQL_HOSTS SPHINXQL_NODES SPHINXQL_INDEX SPHINX_STATE_DIR
 
 "$PY" -m pytest -m integration -q -p no:cacheprovider
