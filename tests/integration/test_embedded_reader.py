@@ -39,7 +39,8 @@ def client():
 
 
 def test_counted_prompt_tokens_are_what_the_model_evaluates(client):
-    messages = answer_only_messages("Who wrote Dune?", "Dune | Dune is a 1965 novel by Frank Herbert.")
+    context = SynthContext((Fact("d", "Dune", "Dune is a 1965 novel by Frank Herbert.", 0),), ("q",), "facts")
+    messages = answer_only_messages("Who wrote Dune?", context)
     completion = client.chat(messages, temperature=0.0, seed=0, max_tokens=8)
     assert completion.prompt_tokens == client.count_prompt_tokens(messages)
     assert completion.attempts == 1 and completion.model == "smollm2"

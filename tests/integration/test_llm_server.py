@@ -31,6 +31,8 @@ from rootweaver_capabilities.llm import (
 )
 from rootweaver_capabilities.prompts import answer_only_messages
 from rootweaver_capabilities.reader_models import MODELS, default_models_dir
+from rootweaver_innovations.context_format import SynthContext
+from rootweaver_innovations.records import Fact
 from rootweaver_innovations.demo import demo_passages, load_questions
 from rootweaver_innovations.multihop import MultiHopRAG
 from rootweaver_innovations.packing import Budget
@@ -105,7 +107,8 @@ def test_counted_prompt_tokens_match_the_server(rag_parts):
 def test_over_long_prompt_is_refused_before_sending():
     transport = RecordingTransport()
     client = make_client(BASE_URL, transport=transport, max_tokens=64)
-    long_context = "\n".join(f"Doc {i} | Sentence number {i} says something about topic {i}." for i in range(400))
+    long_context = SynthContext(tuple(Fact(f"d{i}", f"Doc {i}", f"Sentence number {i} says something about topic {i}.", 0)
+                                      for i in range(400)), (), "facts")
     messages = answer_only_messages("What does sentence 7 say?", long_context)
     with pytest.raises(PromptTooLongError) as info:
         client.chat(messages)

@@ -24,7 +24,7 @@ from rootweaver_capabilities.config import MultiHopConfig
 
 pytestmark = [pytest.mark.integration]
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "ray_local_cluster.sh"
-N_QUESTIONS = 80
+N_QUESTIONS = 240  # enough that node 2 still holds chunks when it is killed
 KILL_AFTER = 12  # answers written before the second node is killed
 
 
@@ -38,7 +38,7 @@ def _answers(path: Path) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def batch_inputs(tmp_path_factory):
     d = tmp_path_factory.mktemp("raybatch")
-    rows = load_rows("hotpotqa", 200)
+    rows = load_rows("hotpotqa", 2 * N_QUESTIONS)
     pool = build_open_pool(rows)
     with (d / "corpus.jsonl").open("w", encoding="utf-8") as fh:
         for p in pool.passages:
