@@ -26,7 +26,6 @@ from .records import Fact
 from .text import reasoning_key_terms
 
 __all__ = [
-    "REASONS",
     "CompactionRequest",
     "CompactionResult",
     "DroppedFact",
@@ -43,7 +42,6 @@ REASON_BLANK = "blank"  # empty or whitespace-only line (the blank line between 
 REASON_DUPLICATE = "duplicate_text"  # same text as a line already considered
 REASON_ORPHAN_HEADER = "header_without_kept_facts"  # hop header whose facts all dropped
 REASON_HOP_HEADER = "hop_header"  # a packer's synth context carries facts only, no hop headers
-REASONS = (REASON_BUDGET, REASON_BLANK, REASON_DUPLICATE, REASON_ORPHAN_HEADER, REASON_HOP_HEADER)
 
 
 class DroppedFact(NamedTuple):
