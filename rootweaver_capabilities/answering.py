@@ -35,7 +35,7 @@ from rootweaver_innovations.strategies import strategy_names
 from .config import MultiHopConfig
 from .flags import StaticFlagProvider
 from .metrics import Metrics
-from .assembly import build_compactor, build_retriever, build_synthesizer
+from .assembly import build_retriever, build_synthesizer
 from .capability import MultiHopCapability, RequestContext
 from .result_json import result_record
 
@@ -73,14 +73,13 @@ def _one_line(exc: BaseException) -> str:
 
 class Answerer:
     """Answers questions for one process (see the module docstring); thread-safe.
-    ``synthesizer`` defaults to :func:`build_synthesizer` of ``config.llm``."""
+    ``synthesizer`` defaults to :func:`build_synthesizer` of ``config``."""
 
     def __init__(self, config: MultiHopConfig, metrics: Metrics | None = None, synthesizer: Synthesizer | None = None):
         self.config = config
         self.metrics = metrics
         self.retriever = build_retriever(config.retriever)  # the memory-mapped index, opened now
-        self.synthesizer = synthesizer if synthesizer is not None else build_synthesizer(
-            config.llm, build_compactor(config.compaction))
+        self.synthesizer = synthesizer if synthesizer is not None else build_synthesizer(config)
         if hasattr(self.synthesizer, "load"):  # the embedded model / tokenizer, loaded before serving
             self.synthesizer.load()
         self._warm_up()

@@ -16,7 +16,7 @@ from rootweaver_innovations.multihop import MultiHopRAG, Synthesizer
 from rootweaver_innovations.retrieval import BM25Retriever, Retriever
 from rootweaver_innovations.strategies import Compactor, make_compactor
 
-from .config import CompactionConfig, LLMConfig, MultiHopConfig, RetrieverConfig
+from .config import CompactionConfig, MultiHopConfig, RetrieverConfig
 
 __all__ = ["build_compactor", "build_rag", "build_retriever", "build_synthesizer"]
 
@@ -45,12 +45,13 @@ def build_compactor(cfg: CompactionConfig) -> Compactor:
     return make_compactor(cfg.strategy, max_input_chars=cfg.max_input_chars, max_input_lines=cfg.max_input_lines)
 
 
-def build_synthesizer(cfg: LLMConfig, compactor: Compactor | None = None) -> Synthesizer:
-    """The reader of ``cfg.provider``: the extractive answer for ``none``, an
+def build_synthesizer(config: MultiHopConfig, compactor: Compactor | None = None) -> Synthesizer:
+    """The reader of ``config.llm.provider``: the extractive answer for ``none``, an
     :class:`~rootweaver_capabilities.llm.LLMSynthesizer` on the embedded model for ``local`` or
-    on the endpoint for ``openai``, fitting its window with ``compactor`` (the default strategy
-    when ``None``). ``ValueError`` (one line, with the install command) when ``local`` is asked
-    for but llama-cpp-python is not installed."""
+    on the endpoint for ``openai``, fitting its window with ``compactor`` (default: the configured
+    strategy, :func:`build_compactor`). ``ValueError`` (one line, with the install command) when
+    ``local`` is asked for but llama-cpp-python is not installed."""
+    cfg = config.llm
     if cfg.provider == "none":
         return extractive_synthesizer
     from .llm import LLMSynthesizer, OpenAIChatClient
@@ -68,7 +69,8 @@ def build_synthesizer(cfg: LLMConfig, compactor: Compactor | None = None) -> Syn
             cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s,
             context_window=cfg.context_window, max_tokens=cfg.max_tokens,
         )
-    return LLMSynthesizer(client, mode=cfg.mode, compactor=compactor)
+    return LLMSynthesizer(client, mode=cfg.mode,
+                          compactor=compactor if compactor is not None else build_compactor(config.compaction))
 
 
 def build_rag(
@@ -80,7 +82,7 @@ def build_rag(
     compactor = build_compactor(config.compaction)
     return MultiHopRAG(
         retriever if retriever is not None else build_retriever(config.retriever),
-        synthesizer=synthesizer if synthesizer is not None else build_synthesizer(config.llm, compactor),
+        synthesizer=synthesizer if synthesizer is not None else build_synthesizer(config, compactor),
         answer_rules=make_answer_rules(config.answer_rules),
         max_hops=config.max_hops,
         max_passages=config.max_passages,

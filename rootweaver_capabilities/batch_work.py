@@ -138,10 +138,10 @@ def _answer_chunk(capability: MultiHopCapability, chunk: Sequence[tuple[str, str
 
 def _capability(config_mapping: dict[str, Any], source: str) -> MultiHopCapability:
     """The worker's capability, its reader loaded before the first question."""
-    from .assembly import build_compactor, build_synthesizer
+    from .assembly import build_synthesizer
 
     config = MultiHopConfig.from_mapping(config_mapping, source=source)
-    synthesizer = build_synthesizer(config.llm, build_compactor(config.compaction))
+    synthesizer = build_synthesizer(config)
     if hasattr(synthesizer, "load"):
         synthesizer.load()
     return MultiHopCapability(config, synthesizer=synthesizer)

@@ -20,7 +20,7 @@ from rootweaver_innovations.demo import load_questions
 from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, strategy_names
 
 from .argtypes import OneLineParser, host_port, positive_int
-from .assembly import build_compactor, build_rag, build_retriever, build_synthesizer
+from .assembly import build_rag, build_retriever, build_synthesizer
 from .capability import MultiHopCapability, RequestContext
 from .batch import BatchError, add_batch_parser
 from .sphinxql_cli import add_export_parser
@@ -119,7 +119,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         return _ask_configured(args, question)
     config = _ask_config(args)
     retriever = build_retriever(config.retriever)  # a bad corpus or index is refused before the reader is loaded
-    synthesizer = TimedSynthesizer(build_synthesizer(config.llm, build_compactor(config.compaction)))
+    synthesizer = TimedSynthesizer(build_synthesizer(config))
     load_s = load_reader(synthesizer.inner)  # model and tokenizer loaded before the answer's deadline
     rag = build_rag(config, retriever=retriever, synthesizer=synthesizer)
     d = result_record(rag.multi_hop_search(question), detail=True)
@@ -177,7 +177,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from .metrics import Metrics
 
     config = MultiHopConfig.from_yaml(args.config)
-    synthesizer = build_synthesizer(config.llm)  # a missing reader fails here, once, exit 2
+    synthesizer = build_synthesizer(config)  # a missing reader fails here, once, exit 2
     if hasattr(synthesizer, "load"):  # tokenizer / model loaded before the first request's deadline
         synthesizer.load()
     metrics = Metrics()

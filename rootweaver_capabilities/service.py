@@ -290,7 +290,7 @@ def run(config_path: Path, host: str, port: int, workers: int = 1) -> None:
     import uvicorn
 
     config = MultiHopConfig.from_yaml(config_path)  # a bad config fails here, once, before any worker starts
-    build_synthesizer(config.llm)  # likewise a reader that is not installed
+    build_synthesizer(config)  # likewise a reader that is not installed
     if config.llm.provider == "local" and config.llm.model_path is None:
         from .reader_models import DEFAULT_READER, ensure_model
 

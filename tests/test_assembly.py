@@ -81,3 +81,15 @@ def test_ask_and_the_capability_print_the_same_record(capsys, golden_questions):
     ctx = RequestContext(question)
     result = MultiHopCapability(config).execute(ctx)
     assert printed == result_record(result, detail=True)
+
+
+def test_every_reader_fits_its_window_with_the_configured_strategy():
+    """``build_synthesizer(config)`` (``serve``, ``batch``, the HTTP service) and ``build_rag``
+    alike: a prompt that does not fit is compacted by ``compaction.strategy``, not a default."""
+    from rootweaver_capabilities.assembly import build_synthesizer
+    from rootweaver_innovations.compaction import LineCompactor
+
+    config = MultiHopConfig.from_mapping({"compaction": {"strategy": "line"},
+                                          "llm": {"provider": "openai", "base_url": "http://127.0.0.1:9/v1"}})
+    assert isinstance(build_synthesizer(config).compactor.compactor, LineCompactor)
+    assert isinstance(build_rag(config, retriever=object()).synthesizer.compactor.compactor, LineCompactor)
