@@ -14,9 +14,10 @@ one ``Llama``). ``Llama`` is not thread-safe: calls on one model are serialised.
 
 Deadline: a call waits for the model lock and generates under the current
 :func:`~rootweaver_capabilities.llm.request_deadline` (its own ``timeout_s`` otherwise);
-generation stops at the deadline (checked after every token) and the call raises
+generation stops when less than two of its longest token steps are left before the deadline
+(checked after every token) and the call raises
 :class:`~rootweaver_capabilities.llm.LLMDeadlineError`. The deadline is therefore honoured
-to within one native step: the prompt's evaluation (bounded by the window) or one token.
+unless the prompt's evaluation (bounded by the window) alone runs past it.
 
 Install: ``pip install 'rootweaver[reader]'`` with the ``CMAKE_ARGS`` of the README
 (llama-cpp-python compiles; the default native build can die with SIGILL on VMs).
@@ -160,9 +161,18 @@ class LlamaCppChatClient:
             if tokens + out_tokens > self.context_window:
                 raise PromptTooLongError(packet, self.context_window, out_tokens)
 
+            # stop before the token step that would cross the deadline: on a busy machine a
+            # step takes tens of milliseconds and the reply still has to be built after it
+            steps = {"last": None, "longest": 0.0, "stopped": False}
+
             def past_deadline(_ids: Any, _logits: Any) -> bool:
+                now = time.monotonic()
+                if steps["last"] is not None:  # the first call follows the prompt's prefill
+                    steps["longest"] = max(steps["longest"], now - steps["last"])
+                steps["last"] = now
                 left = remaining_s()
-                return left is not None and left <= 0
+                steps["stopped"] = left is not None and left <= 2 * steps["longest"]
+                return steps["stopped"]
 
             from llama_cpp import LlamaGrammar, StoppingCriteriaList
             from llama_cpp.llama_grammar import JSON_GBNF
@@ -180,7 +190,8 @@ class LlamaCppChatClient:
                 raise LLMResponseError(f"the embedded model failed: {type(exc).__name__}: {exc}", packet) from None
             finally:
                 lock.release()
-            if past_deadline(None, None):
+            left = remaining_s()
+            if steps["stopped"] or (left is not None and left <= 0):
                 raise LLMDeadlineError(packet, 1, ["generation stopped"], self.timeout_s)
         choice = reply["choices"][0]
         usage = reply.get("usage") or {}

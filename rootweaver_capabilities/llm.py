@@ -57,7 +57,7 @@ import httpx
 from rootweaver_innovations.budget import Budget, QwenTokenCounter, TokenCounter
 from rootweaver_innovations.compaction import CompactionRequest
 from rootweaver_innovations.context_format import SynthContext
-from rootweaver_innovations.extractive import extractive_answer
+from rootweaver_innovations.extractive import extractive_answer, load_extractive
 from rootweaver_innovations.strategies import DEFAULT_STRATEGY, Compactor, make_compactor
 
 from .prompts import (
@@ -727,8 +727,10 @@ class LLMSynthesizer:
             object.__setattr__(self, "compactor", make_compactor(DEFAULT_STRATEGY))
 
     def load(self) -> None:
-        """Load the reader now (tokenizer, embedded model) instead of in the first request."""
+        """Load the reader now (tokenizer, embedded model) and its extractive fallback,
+        instead of in the first request."""
         self.client.load()
+        load_extractive()
 
     @property
     def reader(self) -> str:

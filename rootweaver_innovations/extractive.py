@@ -23,11 +23,11 @@ from .context_format import SynthContext
 from .hops import comparison_entities
 from .multihop import Answer
 from .packing import Budget, fact_candidates, packing_problem
-from .evidence import score
+from .evidence import score, shipped_model
 from .records import Fact
 from .text import MONTH_PATTERN, entity_spans
 
-__all__ = ["EXTRACTIVE_METHOD", "answer_span", "extractive_answer", "extractive_synthesizer"]
+__all__ = ["EXTRACTIVE_METHOD", "answer_span", "extractive_answer", "extractive_synthesizer", "load_extractive"]
 
 EXTRACTIVE_METHOD = "extractive (no LLM): evidence-model sentence and span"
 _SCORING_BUDGET = Budget(10_000, "tokens")  # only for the model's cost feature; nothing is packed
@@ -56,6 +56,14 @@ def answer_span(question: str, sentence: str) -> str:
             if name.lower() not in q:
                 return name
     return ""
+
+
+def load_extractive() -> None:
+    """Load what the first extractive answer reads (the evidence model and the token counter
+    of its cost feature, ~0.7 s) now, so that a reader's fallback is not slowed by it after
+    the reader's deadline has passed."""
+    shipped_model()
+    _SCORING_BUDGET.token_counter  # noqa: B018 - loads and caches the shared counter
 
 
 def extractive_answer(question: str, facts: Sequence[Fact]) -> Answer:
