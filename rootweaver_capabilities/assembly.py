@@ -9,8 +9,13 @@ all call it; command-line options override the config with ``dataclasses.replace
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from pathlib import Path
+
 from rootweaver_innovations.answer_rules import make_answer_rules
 from rootweaver_innovations.budget import Budget
+from rootweaver_innovations.documents import SkippedFile
 from rootweaver_innovations.extractive import extractive_synthesizer
 from rootweaver_innovations.multihop import MultiHopRAG, Synthesizer
 from rootweaver_innovations.retrieval import BM25Retriever, Retriever
@@ -21,11 +26,20 @@ from .config import CompactionConfig, MultiHopConfig, RetrieverConfig
 __all__ = ["build_compactor", "build_rag", "build_retriever", "build_synthesizer"]
 
 
-def build_retriever(cfg: RetrieverConfig) -> Retriever:
+_log = logging.getLogger("rootweaver.documents")
+
+
+def _log_skip(skipped: SkippedFile) -> None:
+    _log.warning("skipped %s: %s", skipped.path, skipped.reason)
+
+
+def build_retriever(cfg: RetrieverConfig, on_skip: Callable[[SkippedFile], None] = _log_skip) -> Retriever:
     """BM25 over the index ``cfg.index`` (memory-mapped; checked against ``cfg.corpus`` when
-    that is set too), else over ``cfg.corpus``, else over the bundled demo corpus. A bad
-    corpus or index raises a ``ValueError`` (``CorpusError``, ``IndexError_``) naming the file.
-    Backend ``sphinxql``: the Manticore/Sphinx cluster of ``cfg.sphinxql``."""
+    that is set too), else over ``cfg.corpus`` (a JSONL file, or a folder of documents chunked
+    by ``cfg.chunking``: each file it skips goes to ``on_skip``, by default a warning of the
+    ``rootweaver.documents`` logger), else over the bundled demo corpus. A bad corpus or index
+    raises a ``ValueError`` (``CorpusError``, ``IndexError_``) naming the file. Backend
+    ``sphinxql``: the Manticore/Sphinx cluster of ``cfg.sphinxql``."""
     if cfg.backend == "sphinxql":
         from .sphinxql import SphinxQLRetriever
 
@@ -34,6 +48,11 @@ def build_retriever(cfg: RetrieverConfig) -> Retriever:
         from rootweaver_innovations.index import open_index
 
         return open_index(cfg.index, corpus=cfg.corpus).retriever()
+    if cfg.corpus is not None and Path(cfg.corpus).is_dir():
+        from rootweaver_innovations.documents import load_documents
+
+        scan = load_documents(cfg.corpus, cfg.chunking.settings(), on_skip)
+        return BM25Retriever(list(scan.passages), backend=cfg.backend)
     from rootweaver_innovations.corpus import load_corpus_jsonl
     from rootweaver_innovations.demo import DEMO_CORPUS
 

@@ -11,24 +11,26 @@ import shutil
 import signal
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 
 from rootweaver_innovations.corpus import MAX_RECORD_BYTES, CorpusError
 from rootweaver_innovations.demo import load_questions
+from rootweaver_innovations.documents import ChunkingSettings, SkippedFile
 from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, strategy_names
 
 from .argtypes import OneLineParser, host_port, positive_int
 from .assembly import build_rag, build_retriever, build_synthesizer
-from .capability import MultiHopCapability, RequestContext
 from .batch import BatchError, add_batch_parser
-from .sphinxql_cli import add_export_parser
+from .capability import MultiHopCapability, RequestContext
 from .config import LLMConfig, MultiHopConfig
 from .interrupts import Interrupted, signals_as_exceptions
 from .reader_clock import TimedSynthesizer, deadline_note, load_reader
 from .result_json import result_record
 from .safe_output import json_text, safe_record, terminal_safe
+from .sphinxql_cli import add_export_parser
 
 COMMANDS_GROUP = "rootweaver.commands"  # entry points adding subcommands (the evals register `eval`)
 
@@ -63,8 +65,9 @@ def _print_human(d: dict) -> None:
         if d["answer"].get("error"):
             print(f"Reader error ({d['answer']['error_kind']}): {d['answer']['error']}")
         print(f"Answer [{d['answer']['method']}]: {d['answer']['text']}")
-        for line in d["answer"]["cited_lines"]:
-            print(f"  cites: {line}")
+        for line, cite in zip(d["answer"]["cited_lines"], d["answer"]["citations"]):
+            where = cite.get("source")
+            print(f"  cites: {line}" + (f"\n         ({' > '.join([where['path'], *where['headings']])})" if where else ""))
 
 
 def _reader_config(args: argparse.Namespace, llm: LLMConfig) -> LLMConfig:
@@ -96,17 +99,19 @@ def _reader_config(args: argparse.Namespace, llm: LLMConfig) -> LLMConfig:
 
 def _ask_config(args: argparse.Namespace) -> MultiHopConfig:
     """The default config with the command line's options applied (validated again)."""
-    if args.corpus is not None and not args.corpus.is_file():
-        raise UsageError(f"--corpus {args.corpus}: file not found")
+    if args.corpus is not None and not args.corpus.exists():
+        raise UsageError(f"--corpus {args.corpus}: file or folder not found")
     base = MultiHopConfig(source="command line")
     compaction = dataclasses.replace(
         base.compaction, enabled=args.compaction != "off",
         strategy=args.compaction if args.compaction != "off" else DEFAULT_STRATEGY,
         unit="chars" if args.max_chars else "tokens", budget=args.max_chars or args.max_tokens,
     )
+    chunking = dataclasses.replace(base.retriever.chunking, chunk_tokens=args.chunk_tokens,
+                                   overlap_tokens=args.overlap_tokens)
     retriever = dataclasses.replace(base.retriever, index=None if args.index is None else str(args.index),
                                     corpus=None if args.corpus is None else str(args.corpus),
-                                    max_record_bytes=args.max_record_bytes)
+                                    max_record_bytes=args.max_record_bytes, chunking=chunking)
     return dataclasses.replace(base, max_hops=args.max_hops, max_passages=args.max_passages, compaction=compaction,
                                retriever=retriever, llm=_reader_config(args, base.llm))
 
@@ -118,7 +123,10 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     if args.config is not None:  # --config: the capability answers, as in `batch` and `serve`
         return _ask_configured(args, question)
     config = _ask_config(args)
-    retriever = build_retriever(config.retriever)  # a bad corpus or index is refused before the reader is loaded
+    skips = _SkipReport()
+    retriever = build_retriever(config.retriever, skips)  # a bad corpus or index is refused before the reader is loaded
+    if skips.reasons:
+        skips.summary(f"--corpus {args.corpus}: {len(retriever.passages):,} chunks")
     synthesizer = TimedSynthesizer(build_synthesizer(config))
     load_s = load_reader(synthesizer.inner)  # model and tokenizer loaded before the answer's deadline
     rag = build_rag(config, retriever=retriever, synthesizer=synthesizer)
@@ -133,6 +141,30 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     if note:
         print(note, file=sys.stderr)
     return 0
+
+
+class _SkipReport:
+    """Prints each file a folder corpus skips (one stderr line naming it and the reason),
+    then a summary counting them by reason."""
+
+    def __init__(self) -> None:
+        self.reasons: Counter[str] = Counter()
+
+    def __call__(self, skipped: SkippedFile) -> None:
+        self.reasons[skipped.reason] += 1
+        print(f"rootweaver: skipped {terminal_safe(skipped.path, one_line=True)}: {skipped.reason}", file=sys.stderr)
+
+    def summary(self, what: str) -> None:
+        counts = ", ".join(f"{n} {reason}" for reason, n in self.reasons.most_common())
+        print(f"rootweaver: {terminal_safe(what, one_line=True)}; skipped {self.reasons.total()} file(s): {counts}",
+              file=sys.stderr)
+
+
+def _chunking_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--chunk-tokens", type=positive_int, default=ChunkingSettings().chunk_tokens,
+                        help="a folder corpus: largest chunk in reader tokens (default %(default)s)")
+    parser.add_argument("--overlap-tokens", type=int, default=ChunkingSettings().overlap_tokens,
+                        help="a folder corpus: tokens a chunk repeats from the previous one (default %(default)s)")
 
 
 def _ask_configured(args: argparse.Namespace, question: str) -> int:
@@ -223,11 +255,12 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
             last[0] = p.seconds
             print(p.line(), file=sys.stderr, flush=True)
 
-    start = time.perf_counter()
+    start, skips = time.perf_counter(), _SkipReport()
     with signals_as_exceptions() as latch:  # SIGTERM / SIGINT unwind the build: temp dir and workers removed
         try:
             m = build_index(args.corpus, args.out, workers=args.workers, chunk_size=args.chunk_size,
-                            progress=progress, max_record_bytes=args.max_record_bytes)
+                            progress=progress, max_record_bytes=args.max_record_bytes,
+                            chunking=ChunkingSettings(args.chunk_tokens, args.overlap_tokens), on_skip=skips)
         except BaseException:
             latch.check()  # a signal during a chunk surfaces as the failure it caused
             raise
@@ -236,8 +269,11 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     if tty:
         print(file=sys.stderr)
     bm = m.components["bm25"]
-    print(f"built {args.out}: {m.corpus.passages:,} passages, {bm['vocab_size']:,} terms, {bm['nnz']:,} postings "
-          f"in {time.perf_counter() - start:.1f} s")
+    docs = f" from {m.components['chunking']['documents']:,} documents" if "chunking" in m.components else ""
+    if skips.reasons:
+        skips.summary(f"{args.corpus}: {m.corpus.passages:,} chunks{docs}")
+    print(f"built {args.out}: {m.corpus.passages:,} passages{docs}, {bm['vocab_size']:,} terms, {bm['nnz']:,} "
+          f"postings in {time.perf_counter() - start:.1f} s")
     return 0
 
 
@@ -283,8 +319,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     ask = sub.add_parser("ask", help="answer a question over a corpus (bundled demo corpus by default)")
     ask.add_argument("question", nargs="?", help="the question; omitted: a bundled demo bridge question")
-    ask.add_argument("--corpus", type=Path, help="JSONL corpus: {id, title, text} per line (default: the bundled "
-                     "demo corpus); with --index: the file the index must have been built from")
+    ask.add_argument("--corpus", type=Path, help="JSONL corpus ({id, title, text} per line) or a folder of documents "
+                     "(.txt, .md, .html, .pdf; default: the bundled demo corpus); with --index: the JSONL file "
+                     "the index must have been built from")
     ask.add_argument("--index", type=Path, help="index directory from `rootweaver index build`, memory-mapped")
     ask.add_argument("--compaction", choices=("off", *strategy_names()), default=DEFAULT_STRATEGY,
                      help=f"synth-context compaction (default {DEFAULT_STRATEGY}); off = the full context")
@@ -307,6 +344,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                      help="reader deadline in seconds for one answer (the model is loaded before it starts)")
     ask.add_argument("--max-record-bytes", type=positive_int, default=MAX_RECORD_BYTES,
                      help=f"refuse a --corpus line longer than this (default {MAX_RECORD_BYTES:,})")
+    _chunking_options(ask)
     ask.add_argument("--config", type=Path, help="the capability YAML (as `serve --config`): it sets retriever, "
                      "loop, compaction and reader instead of the options above")
     ask.set_defaults(func=_cmd_ask)
@@ -329,13 +367,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     mcp.set_defaults(func=_cmd_mcp)
     index = sub.add_parser("index", help="build or inspect a persisted, memory-mapped corpus index")
     isub = index.add_subparsers(dest="index_command", required=True, parser_class=OneLineParser)
-    build = isub.add_parser("build", help="stream a JSONL corpus into an index directory")
-    build.add_argument("corpus", type=Path, help="JSONL corpus ({id, title, text|sentences} per line; .gz ok)")
+    build = isub.add_parser("build", help="stream a JSONL corpus or a folder of documents into an index directory")
+    build.add_argument("corpus", type=Path, help="JSONL corpus ({id, title, text|sentences} per line; .gz ok), or a "
+                       "folder of .txt, .md, .html, .pdf files (chunked; the manifest records how)")
     build.add_argument("--out", type=Path, required=True, help="index directory to create (must not exist)")
     build.add_argument("--workers", type=positive_int, default=1, help="parsing/tokenising processes")
     build.add_argument("--chunk-size", type=positive_int, default=20_000, help="passages per chunk")
     build.add_argument("--max-record-bytes", type=positive_int, default=MAX_RECORD_BYTES,
                        help=f"refuse a corpus line longer than this (default {MAX_RECORD_BYTES:,})")
+    _chunking_options(build)
     build.set_defaults(func=_cmd_index_build)
     info = isub.add_parser("info", help="show an index's manifest (format, corpus, tokenizer, components)")
     info.add_argument("dir", type=Path)

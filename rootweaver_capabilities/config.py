@@ -41,9 +41,10 @@ import yaml
 
 from rootweaver_innovations.answer_rules import DEFAULT_ANSWER_RULES, answer_rule_names
 from rootweaver_innovations.corpus import MAX_RECORD_BYTES
+from rootweaver_innovations.documents import ChunkingSettings
 from rootweaver_innovations.multihop import STOP_RULES
-from rootweaver_innovations.retrieval import BACKENDS
 from rootweaver_innovations.packing import UNITS as BUDGET_UNITS
+from rootweaver_innovations.retrieval import BACKENDS
 from rootweaver_innovations.strategies import (
     DEFAULT_BUDGET_TOKENS,
     DEFAULT_STRATEGY,
@@ -51,7 +52,6 @@ from rootweaver_innovations.strategies import (
     MAX_INPUT_LINES,
     strategy_names,
 )
-
 
 __all__ = [
     "CAPABILITY_FLAG",
@@ -88,7 +88,7 @@ class ConfigError(ValueError):
 class _Rule:
     """How one knob is checked: type, nullability, allowed values, a value predicate."""
 
-    kind: str  # "int" | "float" | "bool" | "str" | "file" | "env" | "url" | "flag_map" | "names"
+    kind: str  # "int" | "float" | "bool" | "str" | "file" | "path" | "env" | "url" | "flag_map" | "names"
     doc: str
     nullable: bool = False
     choices: tuple[str, ...] | Callable[[], tuple[str, ...]] = ()  # a callable: a live registry
@@ -145,6 +145,28 @@ class SphinxQLConfig:
         return _read_env(self.password_env)
 
 
+_CHUNKING = ChunkingSettings()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChunkingConfig:
+    """How a corpus folder is cut into passages (``retriever.corpus`` a directory, or
+    ``rootweaver index build FOLDER``); recorded in the index manifest."""
+
+    chunk_tokens: int = _knob(_CHUNKING.chunk_tokens, "int", "Largest chunk in reader tokens (the Qwen2.5 "
+                              "tokenizer), cut at paragraph, line, sentence, clause or word bounds (>= 8).",
+                              check=lambda v: v >= 8, rule="must be >= 8")
+    overlap_tokens: int = _knob(_CHUNKING.overlap_tokens, "int", "Reader tokens a chunk repeats from the end of "
+                                "the one before it (>= 0, below half of chunk_tokens).",
+                                check=lambda v: v >= 0, rule="must be >= 0")
+    max_file_bytes: int = _knob(_CHUNKING.max_file_bytes, "int", "A file larger than this (decompressed) is "
+                                "skipped and reported with its reason.", check=_positive, rule="must be >= 1")
+
+    def settings(self) -> ChunkingSettings:
+        """The chunker's settings; ``ValueError`` (one line) when the overlap is not below half a chunk."""
+        return ChunkingSettings(self.chunk_tokens, self.overlap_tokens, self.max_file_bytes)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetrieverConfig:
     """The hop retriever: BM25 over a built index, a JSONL corpus, or the bundled demo corpus;
@@ -153,8 +175,8 @@ class RetrieverConfig:
     backend: str = _knob("bm25s", "str", "BM25 implementation, or sphinxql: a Manticore Search / Sphinx "
                          "cluster (see retriever.sphinxql).", choices=(*BACKENDS, "sphinxql"))
     corpus: str | None = _knob(
-        None, "file", "JSONL corpus ({id, title, text|sentences} per line); null = the bundled demo corpus.",
-        nullable=True,
+        None, "path", "JSONL corpus ({id, title, text|sentences} per line), or a folder of documents (.txt, .md, "
+        ".html, .pdf; chunked as retriever.chunking says); null = the bundled demo corpus.", nullable=True,
     )
     index: str | None = _knob(
         None, "str", "Index directory built by `rootweaver index build`, opened memory-mapped (needs backend "
@@ -165,6 +187,7 @@ class RetrieverConfig:
         MAX_RECORD_BYTES, "int", "Per-record limit: a corpus line longer than this many bytes is refused at load "
         "(one line naming file and line) before it is read whole.", check=_positive, rule="must be >= 1",
     )
+    chunking: ChunkingConfig = _section(ChunkingConfig, "How a corpus folder is cut into passages.")
     sphinxql: SphinxQLConfig = _section(SphinxQLConfig, "Manticore / Sphinx connection (backend sphinxql).")
 
 
@@ -424,7 +447,7 @@ def _parse(cls: type, raw: Any, path: str, source: str) -> dict[str, Any]:
 
 
 _TYPE_NAMES = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a non-empty string",
-               "file": "a non-empty string (a file path)",
+               "file": "a non-empty string (a file path)", "path": "a non-empty string (a file or folder path)",
                "env": "an environment variable name", "url": "an http(s) URL",
                "flag_map": "a mapping of flag name -> true/false", "names": "a list of names"}
 
@@ -436,7 +459,7 @@ def _type_ok(kind: str, v: Any) -> bool:
         return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
     if kind == "bool":
         return isinstance(v, bool)
-    if kind in ("str", "file", "env", "url"):
+    if kind in ("str", "file", "path", "env", "url"):
         return isinstance(v, str) and bool(v.strip())
     if kind == "names":
         return isinstance(v, tuple) and all(isinstance(n, str) for n in v) and len(set(v)) == len(v)
@@ -493,6 +516,9 @@ def _validate(obj: Any, path: str, source: str) -> None:
             raise ConfigError(f"{source}: key '{key}' must end in '/api' (the client API base), got {_shown(value)}")
         if rule.kind == "file" and not Path(value).is_file():
             raise ConfigError(f"{source}: key '{key}' must name an existing file, got {_shown(value)} (not found)")
+        if rule.kind == "path" and not Path(value).exists():
+            raise ConfigError(f"{source}: key '{key}' must name an existing file or folder, got {_shown(value)} "
+                              "(not found)")
         choices = rule.choices() if callable(rule.choices) else rule.choices
         if rule.kind == "names":
             unknown = [n for n in value if n not in choices]

@@ -10,17 +10,27 @@ from __future__ import annotations
 from typing import Any
 
 from rootweaver_innovations.multihop import Answer, MultiHopResult
+from rootweaver_innovations.records import Fact
 
 from .prompts import ReaderAnswer
 
 __all__ = ["answer_record", "result_record"]
 
 
+def _citation(f: Fact) -> dict[str, Any]:
+    out: dict[str, Any] = {"passage_id": f.passage_id, "title": f.title, "sentence_index": f.sentence_index,
+                           "sentence": f.body}
+    if f.source is not None:
+        out["source"] = {"path": f.source.path, "headings": list(f.source.headings), "position": f.source.position}
+    return out
+
+
 def answer_record(answer: Answer | None) -> dict[str, Any] | None:
     """``{"text", "method", "cited_lines", "citations", "reader", "error_kind", "error",
     "prompt_tokens"}`` of one answer (this request's own outcome; ``cited_lines`` the cited
     facts' context lines, ``citations`` the same facts as ``{passage_id, title,
-    sentence_index, sentence}``; ``reader`` the model asked, ``"none"`` when no model was
+    sentence_index, sentence}``, plus ``source`` ``{path, headings, position}`` for a chunk of a
+    document; ``reader`` the model asked, ``"none"`` when no model was
     (extractive or computed answers); ``error_kind`` ``None`` unless the reader failed and the
     answer degraded to the extractive one); ``None`` without a synthesizer."""
     if answer is None:
@@ -30,8 +40,7 @@ def answer_record(answer: Answer | None) -> dict[str, Any] | None:
         "text": answer.text,
         "method": answer.method,
         "cited_lines": [f.line for f in answer.citations],
-        "citations": [{"passage_id": f.passage_id, "title": f.title, "sentence_index": f.sentence_index,
-                       "sentence": f.body} for f in answer.citations],
+        "citations": [_citation(f) for f in answer.citations],
         "reader": outcome.reader if outcome else "none",
         "error_kind": (outcome.error_kind or None) if outcome else None,
         "error": (outcome.error or None) if outcome else None,

@@ -42,6 +42,7 @@ not with the corpus text.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import io
@@ -51,7 +52,7 @@ import os
 import shutil
 import time
 from array import array
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass
@@ -62,13 +63,8 @@ from typing import Any, overload
 import numpy as np
 
 from .bm25_matrix import IDFS, BM25Matrix, Vocabulary, count_chunk, scatter_scores
-from .corpus import (
-    MAX_RECORD_BYTES,
-    CorpusError,
-    Passage,
-    bounded_lines,
-    passage_from_object,
-)
+from .corpus import MAX_RECORD_BYTES, CorpusError, Passage, bounded_lines, passage_from_object
+from .documents import ChunkingSettings, SkippedFile, iter_document_passages, passage_record
 from .retrieval import BM25Retriever, passage_tokens, tokenizer_settings
 
 __all__ = [
@@ -234,8 +230,16 @@ def _lines(fh: io.BufferedReader, gz: bool, corpus: Path,
 def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: float = 0.75,
                 chunk_size: int = 20_000, workers: int = 1,
                 progress: Callable[[BuildProgress], None] | None = None,
-                max_record_bytes: int = MAX_RECORD_BYTES) -> IndexManifest:
+                max_record_bytes: int = MAX_RECORD_BYTES,
+                chunking: ChunkingSettings = ChunkingSettings(),
+                on_skip: Callable[[SkippedFile], None] | None = None) -> IndexManifest:
     """Build the index of the JSONL ``corpus`` (``.gz`` read transparently) into ``out``.
+
+    A folder ``corpus`` is first cut into passages by
+    :func:`~rootweaver_innovations.documents.iter_document_passages` under ``chunking`` (each
+    file it skips goes to ``on_skip``), written as JSONL records with their ``source``, and
+    indexed like a file; the manifest's ``corpus`` then fingerprints those records, and its
+    ``chunking`` component holds the settings, the document count and the skips by reason.
 
     ``out`` must not exist (the index is written to a sibling temporary directory and
     renamed when complete, so a failed build leaves nothing behind). Chunks of
@@ -248,7 +252,7 @@ def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: floa
     :class:`IndexFormatError` when ``out`` exists.
     """
     corpus, out = Path(corpus), Path(out)
-    if not corpus.is_file():
+    if not (corpus.is_file() or corpus.is_dir()):
         raise CorpusError(f"{corpus}: file not found")
     if out.exists():
         raise IndexFormatError(f"{out}: already exists; remove it or choose another --out")
@@ -260,7 +264,13 @@ def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: floa
     (tmp / "passages").mkdir(parents=True)
     (tmp / "bm25").mkdir()
     try:
-        manifest = _build(corpus, tmp, k1, b, chunk_size, workers, progress, max_record_bytes)
+        if corpus.is_dir():
+            manifest = _build_folder(corpus, tmp, chunking, on_skip,
+                                     lambda records: _build(records, tmp, k1, b, chunk_size, workers, progress,
+                                                            max_record_bytes))
+        else:
+            manifest = _build(corpus, tmp, k1, b, chunk_size, workers, progress, max_record_bytes)
+        (tmp / MANIFEST).write_text(json.dumps(manifest.to_json(), indent=2), encoding="utf-8")
         tmp.rename(out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -439,8 +449,32 @@ def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, worker
                   "avg_length": float(np.frombuffer(lengths, dtype=np.int64).mean())}},
         {f: {"bytes": (tmp / f).stat().st_size, "sha256": _sha256(tmp / f)} for f in files},
     )
-    (tmp / MANIFEST).write_text(json.dumps(manifest.to_json(), indent=2), encoding="utf-8")
     return manifest
+
+
+def _build_folder(folder: Path, tmp: Path, chunking: ChunkingSettings,
+                  on_skip: Callable[[SkippedFile], None] | None,
+                  build: Callable[[Path], IndexManifest]) -> IndexManifest:
+    """Chunk ``folder`` into a JSONL file in ``tmp``, index it with ``build`` and record the
+    chunking in the manifest (the records file is removed afterwards)."""
+    skips: Counter[str] = Counter()
+    documents: set[str] = set()
+
+    def skipped(s: SkippedFile) -> None:
+        skips[s.reason] += 1
+        if on_skip is not None:
+            on_skip(s)
+
+    records = tmp / "documents.jsonl"
+    with open(records, "w", encoding="utf-8") as fh:
+        for p in iter_document_passages(folder, chunking, skipped):
+            documents.add(p.source.path)
+            fh.write(json.dumps(passage_record(p), ensure_ascii=False) + "\n")
+    manifest = build(records)
+    records.unlink()
+    chunked = {**chunking.describe(), "files": [], "documents": len(documents), "skipped": dict(skips.most_common())}
+    return dataclasses.replace(manifest, corpus=dataclasses.replace(manifest.corpus, path=str(folder)),
+                               components={**manifest.components, "chunking": chunked})
 
 
 _HEX64 = frozenset("0123456789abcdef")
@@ -572,6 +606,9 @@ def open_index(path: str | Path, corpus: str | Path | None = None) -> OpenIndex:
     manifest = read_manifest(path)
     if corpus is not None:
         corpus = Path(corpus)
+        if corpus.is_dir():
+            raise CorpusError(f"{corpus}: a folder; an index built from a folder is opened by --index alone "
+                              "(its manifest records the folder and the chunking)")
         if not corpus.is_file():
             raise CorpusError(f"{corpus}: file not found")
         fp = manifest.corpus

@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .corpus import Passage
+from .corpus import Passage, Source
 from .text import fold_whitespace
 
 __all__ = ["FACT_SEPARATOR", "Fact", "facts_from_passages", "format_fact"]
@@ -31,7 +31,8 @@ class Fact:
     ``passage_id`` and ``title`` name the passage, ``sentence`` is its ``sentence_index``-th
     sentence (0-based) as stored, ``hop`` the 0-based loop iteration that retrieved it,
     ``sub_query`` the query that hop issued, ``rank`` the passage's 0-based place among the
-    hop's new passages and ``score`` the retriever's score for it.
+    hop's new passages and ``score`` the retriever's score for it. ``source`` is the passage's
+    provenance when it is a chunk of a document (not compared).
 
     Derived once at construction (not compared, not in ``repr``): ``body``, the sentence with
     whitespace runs folded to one space, and ``line``, the fact as one context line,
@@ -48,6 +49,7 @@ class Fact:
     sub_query: str = ""
     rank: int = 0
     score: float = 0.0
+    source: Source | None = field(default=None, repr=False, compare=False)
     body: str = field(init=False, repr=False, compare=False)
     line: str = field(init=False, repr=False, compare=False)
 
@@ -93,7 +95,7 @@ def facts_from_passages(
     if len(score_list) != len(passages):
         raise ValueError(f"got {len(score_list)} scores for {len(passages)} passages")
     return [
-        Fact(p.id, p.title, s, j, hop, sub_query, rank, float(score))
+        Fact(p.id, p.title, s, j, hop, sub_query, rank, float(score), p.source)
         for rank, (p, score) in enumerate(zip(passages, score_list))
         for j, s in enumerate(p.sentences)
         if s.strip()

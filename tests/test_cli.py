@@ -64,7 +64,7 @@ def test_ask_human_output(capsys):
     (["ask", ""], "question is empty"),
     (["ask", "q?", "--max-chars", "0"], "must be > 0"),
     (["ask", "q?", "--max-chars", "-3"], "must be > 0"),
-    (["ask", "q?", "--corpus", "/nonexistent/c.jsonl"], "file not found"),
+    (["ask", "q?", "--corpus", "/nonexistent/c.jsonl"], "file or folder not found"),
 ])
 def test_bad_input_one_line_exit_2(capsys, argv, msg):
     try:

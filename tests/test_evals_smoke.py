@@ -88,3 +88,21 @@ def test_multihop_e2e_smoke(bundled_data):
     rep = run_multihop_eval(rows, n_resamples=200, show_progress=False)
     assert 0 <= rep["all_gold"]["single_5"] <= rep["all_gold"]["single_10"] <= 1
     assert rep["mean_passages_loop"] <= 10 and set(rep["ci_loop_minus"]) == set(rep["all_gold"]) - {"loop"}
+
+
+def test_documents_folder_eval_runs_the_product_path_on_every_layout():
+    from evals.datasets import load_rows
+    from evals.documents_folder import LAYOUTS, run
+
+    rows = load_rows("hotpotqa", 12)[1::2]
+    rep = run(rows, n_resamples=200)
+    assert rep["rows"] == 6 and set(rep["layouts"]) == set(LAYOUTS)
+    for layout, cell in rep["layouts"].items():
+        assert 0 <= cell["all_gold"] <= 1 and 0 <= cell["aic"] <= 1 and 0 < cell["mean_read"] <= 10
+        assert cell["indexed_passages"] >= (rep["pool_passages"] if layout != "txt5" else rep["pool_passages"] / 5)
+        if layout != "jsonl":
+            diff, low, high = cell["all_gold_minus_jsonl"]
+            assert low <= diff <= high
+    # the jsonl layout is today's corpus: the same loop as the open-pool e2e eval, through `ask --index`
+    e2e = run_multihop_eval(rows, n_resamples=200, show_progress=False)
+    assert rep["layouts"]["jsonl"]["all_gold"] == pytest.approx(e2e["all_gold"]["loop"], abs=1e-3)

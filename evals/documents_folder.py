@@ -1,0 +1,151 @@
+"""What a user gets from a folder of files: the product path (`rootweaver index build FOLDER`,
+then `rootweaver ask --index IDX --json --reader none`) on an open pool written as files.
+
+The pool of the rows' paragraphs is written four ways and indexed by the product's own command:
+
+- ``jsonl``: one ``{id, title, sentences}`` line per paragraph (today's corpus format);
+- ``md``: one Markdown file per paragraph, its title as the ``#`` heading (a wiki export);
+- ``txt``: one untitled text file per paragraph, named ``doc-<n>.txt``;
+- ``txt5``: untitled text files of five consecutive pool paragraphs each (blank line between),
+  so chunks are cut across unrelated paragraphs and share one file name as title.
+
+Per layout: all-gold (every gold paragraph overlapped by a read passage: the same id for
+``jsonl``, a shared word 8-gram otherwise), answer in the synth context (non-yes/no rows),
+passages read. Gold labels are used only to score, after the answer. Run::
+
+    python -m evals.documents_folder --dataset hotpotqa --limit 200 --rows odd
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from rootweaver_capabilities.cli import main as rootweaver
+from rootweaver_innovations.diagnostics import answer_in_context, paired_bootstrap_ci
+
+from .datasets import DATASETS, build_open_pool, load_rows
+
+LAYOUTS = ("jsonl", "md", "txt", "txt5")
+
+
+def _grams(text: str, n: int = 8) -> set[tuple[str, ...]]:
+    words = text.lower().split()
+    return {tuple(words[i:i + n]) for i in range(max(1, len(words) - n + 1))}
+
+
+def _write(layout: str, passages, root: Path) -> tuple[Path, dict[str, str]]:
+    """The corpus of ``layout`` under ``root``; and, per pool id, the file that holds it."""
+    where: dict[str, str] = {}
+    if layout == "jsonl":
+        path = root / "pool.jsonl"
+        path.write_text("".join(json.dumps({"id": p.id, "title": p.title, "sentences": list(p.sentences)}) + "\n"
+                                for p in passages), encoding="utf-8")
+        return path, {p.id: p.id for p in passages}
+    folder = root / layout
+    folder.mkdir()
+    if layout == "txt5":
+        for k in range(0, len(passages), 5):
+            group = passages[k:k + 5]
+            name = f"doc-{k // 5}.txt"
+            (folder / name).write_text("\n\n".join(p.text for p in group) + "\n", encoding="utf-8")
+            where.update((p.id, name) for p in group)
+        return folder, where
+    for n, p in enumerate(passages):
+        name = f"doc-{n}.md" if layout == "md" else f"doc-{n}.txt"
+        body = f"# {p.title}\n\n{p.text}\n" if layout == "md" else f"{p.text}\n"
+        (folder / name).write_text(body, encoding="utf-8")
+        where[p.id] = name
+    return folder, where
+
+
+def _ask(question: str, index: Path) -> dict:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = rootweaver(["ask", question, "--index", str(index), "--reader", "none", "--json"])
+    if code != 0:
+        raise RuntimeError(f"rootweaver ask exited {code} on {question!r}")
+    return json.loads(out.getvalue())
+
+
+def run(rows, *, n_resamples: int = 10_000, seed: int = 0) -> dict:
+    pool = build_open_pool(rows)
+    by_id = {p.id: p for p in pool.passages}
+    report: dict = {"rows": len(rows), "rows_without_gold": sum(not g for g in pool.gold),
+                    "pool_passages": len(pool.passages), "layouts": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for layout in LAYOUTS:
+            corpus, where = _write(layout, pool.passages, Path(tmp))
+            index = Path(tmp) / f"{layout}.idx"
+            started = time.perf_counter()
+            with contextlib.redirect_stdout(io.StringIO()):
+                if rootweaver(["index", "build", str(corpus), "--out", str(index)]) != 0:
+                    raise RuntimeError(f"index build failed for {layout}")
+            built_s = time.perf_counter() - started
+            records = {}
+            for line in (index / "passages" / "records.jsonl").read_text(encoding="utf-8").splitlines():
+                obj = json.loads(line)
+                records[obj["id"]] = obj
+            all_gold, aic, read, seconds = [], [], [], []
+            for row, gold in zip(rows, pool.gold):
+                started = time.perf_counter()
+                d = _ask(row.question, index)
+                seconds.append(time.perf_counter() - started)
+                ids = [pid for hop in d["hops"] for pid in hop["retrieved_ids"]]
+                read.append(len(ids))
+                if not gold:  # no gold paragraph in the pool: not scored on retrieval (as in `eval e2e`)
+                    pass
+                elif layout == "jsonl":
+                    all_gold.append(float(gold <= set(ids)))
+                else:
+                    chunks = [records[i] for i in ids]
+                    ok = True
+                    for g in gold:
+                        grams = _grams(by_id[g].text)
+                        ok &= any(c["source"]["path"] == where[g] and _grams(" ".join(c["sentences"])) & grams
+                                  for c in chunks)
+                    all_gold.append(float(ok))
+                if row.answer.strip().lower() not in ("yes", "no"):
+                    aic.append(float(answer_in_context(row.answer, d["synth_context"])))
+            report["layouts"][layout] = {
+                "indexed_passages": len(records), "build_s": round(built_s, 2),
+                "all_gold": round(float(np.mean(all_gold)), 3), "aic": round(float(np.mean(aic)), 3),
+                "mean_read": round(float(np.mean(read)), 2), "ask_ms_p50": round(1000 * float(np.median(seconds)), 1),
+                "_all_gold": all_gold, "_aic": aic,
+            }
+    base = report["layouts"]["jsonl"]
+    for layout, cell in report["layouts"].items():
+        if layout != "jsonl":
+            for metric in ("all_gold", "aic"):
+                ci = paired_bootstrap_ci(cell[f"_{metric}"], base[f"_{metric}"], n_resamples=n_resamples, seed=seed)
+                cell[f"{metric}_minus_jsonl"] = [round(ci.mean_diff, 3), round(ci.low, 3), round(ci.high, 3)]
+    for cell in report["layouts"].values():
+        cell.pop("_all_gold"), cell.pop("_aic")
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--dataset", choices=sorted(DATASETS), default="hotpotqa")
+    p.add_argument("--limit", type=int, default=200, help="first N rows, before --rows")
+    p.add_argument("--rows", choices=("all", "even", "odd"), default="odd")
+    p.add_argument("--resamples", type=int, default=10_000)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    rows = load_rows(args.dataset, args.limit)
+    rows = rows if args.rows == "all" else rows[args.rows == "odd"::2]
+    print(json.dumps({"dataset": args.dataset, "limit": args.limit, "half": args.rows,
+                      **run(rows, n_resamples=args.resamples, seed=args.seed)}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,336 @@
+"""A folder of a user's own files as passages: one passage per chunk, with its provenance.
+
+:func:`iter_document_passages` walks a folder (recursively, in sorted path order, so the
+result is deterministic), reads every supported file and cuts it into chunks:
+
+- ``.txt``/``.text``: plain text; ``.md``/``.markdown``: Markdown, split at its headings
+  (``MarkdownHeaderTextSplitter``); ``.html``/``.htm``: HTML, parsed by ``html.parser``
+  (scripts, styles and the head left out), split at ``h1``..``h6``; ``.pdf``: the text of each
+  page (``pypdf``); any of the text formats gzip-compressed (``notes.md.gz``).
+- Each section is chunked by ``langchain-text-splitters``' ``RecursiveCharacterTextSplitter``,
+  sentence-aware (paragraphs, then lines, then sentence ends, then clauses, then words),
+  with size and overlap in reader tokens (the Qwen2.5 tokenizer of the budgets).
+- A chunk becomes a :class:`~rootweaver_innovations.corpus.Passage`: id ``"<path>#<n>"``,
+  title the document's title (its first top heading, the HTML ``<title>`` or the PDF's
+  title, else the file name), sentences split as a JSONL corpus's are, and a
+  :class:`~rootweaver_innovations.corpus.Source`: file path relative to the folder, heading
+  path, position in the document and the ids of its neighbouring chunks.
+
+Nothing is skipped silently: every file not chunked is reported as a :class:`SkippedFile`
+with its reason (``on_skip`` hears each as it happens), and a folder with no chunk at all
+raises :class:`~rootweaver_innovations.corpus.CorpusError`. Hidden files and directories
+(name starting with ``.``) are counted, not entered. Needs the extra ``documents``
+(``langchain-text-splitters``, ``pypdf``); without it, a one-line ``CorpusError`` says how
+to install it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from .budget import default_token_counter
+from .corpus import CorpusError, Passage, Source, split_sentences
+
+__all__ = ["DOCUMENT_TYPES", "ChunkingSettings", "DocumentScan", "SkippedFile", "iter_document_passages",
+           "load_documents", "passage_record"]
+
+DOCUMENT_TYPES: Mapping[str, str] = {".txt": "text", ".text": "text", ".md": "markdown", ".markdown": "markdown",
+                                     ".html": "html", ".htm": "html", ".pdf": "pdf"}
+INSTALL_HINT = "pip install 'rootweaver[documents]'"
+_SPLITTER = "langchain-text-splitters RecursiveCharacterTextSplitter"
+# coarsest first: paragraphs, lines, sentence ends, clause marks, words, characters
+_SEPARATORS = (r"\n\s*\n", r"\n", r"(?<=[.!?])\s+", r"(?<=[;:,])\s+", r"\s+", "")
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkingSettings:
+    """How files are cut: ``chunk_tokens`` (>= 8) reader tokens per chunk at most, of which
+    ``overlap_tokens`` (0 <= overlap < chunk / 2) repeat the end of the previous chunk; a file
+    (decompressed) over ``max_file_bytes`` is skipped with its reason. ``ValueError`` otherwise."""
+
+    chunk_tokens: int = 128
+    overlap_tokens: int = 16
+    max_file_bytes: int = 64 << 20
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.chunk_tokens, int) and self.chunk_tokens >= 8):
+            raise ValueError(f"chunk_tokens must be an integer >= 8, got {self.chunk_tokens!r}")
+        if not (isinstance(self.overlap_tokens, int) and 0 <= 2 * self.overlap_tokens < self.chunk_tokens):
+            raise ValueError(f"overlap_tokens must be an integer >= 0 and below half of chunk_tokens "
+                             f"({self.chunk_tokens}), got {self.overlap_tokens!r}")
+        if not (isinstance(self.max_file_bytes, int) and self.max_file_bytes >= 1):
+            raise ValueError(f"max_file_bytes must be an integer >= 1, got {self.max_file_bytes!r}")
+
+    def describe(self) -> dict[str, Any]:
+        """What an index manifest records about the chunking."""
+        return {"splitter": _SPLITTER, "unit": "reader tokens (Qwen2.5)", "chunk_tokens": self.chunk_tokens,
+                "overlap_tokens": self.overlap_tokens, "max_file_bytes": self.max_file_bytes}
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    """A file (or hidden directory) under the folder that yields no passage, and why."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentScan:
+    """A folder read whole: its passages, the number of documents they came from, the skips."""
+
+    passages: tuple[Passage, ...]
+    documents: int
+    skipped: tuple[SkippedFile, ...]
+
+    def skipped_by_reason(self) -> dict[str, int]:
+        """Skipped files counted by reason, most frequent first."""
+        return dict(Counter(s.reason for s in self.skipped).most_common())
+
+
+def passage_record(p: Passage) -> dict[str, Any]:
+    """The JSONL corpus object of ``p`` (what :func:`~rootweaver_innovations.corpus.passage_from_object`
+    reads back): ``{"id", "title", "sentences"}`` and, for a chunk of a document, ``"source"``."""
+    out: dict[str, Any] = {"id": p.id, "title": p.title, "sentences": list(p.sentences)}
+    if p.source is not None:
+        s = p.source
+        out["source"] = {"path": s.path, "headings": list(s.headings), "position": s.position,
+                         "prev": s.prev, "next": s.next}
+    return out
+
+
+def load_documents(root: str | Path, settings: ChunkingSettings = ChunkingSettings(),
+                   on_skip: Callable[[SkippedFile], None] | None = None) -> DocumentScan:
+    """Every chunk of the folder ``root`` as passages (see the module docstring)."""
+    skipped: list[SkippedFile] = []
+
+    def note(s: SkippedFile) -> None:
+        skipped.append(s)
+        if on_skip is not None:
+            on_skip(s)
+
+    documents = Counter[str]()
+    passages = []
+    for p in iter_document_passages(root, settings, note):
+        documents[p.source.path] += 1
+        passages.append(p)
+    return DocumentScan(tuple(passages), len(documents), tuple(skipped))
+
+
+def iter_document_passages(root: str | Path, settings: ChunkingSettings,
+                           on_skip: Callable[[SkippedFile], None]) -> Iterator[Passage]:
+    """The chunks of every supported file under ``root``, file by file in sorted path order;
+    ``on_skip`` is called for each file that yields none. :class:`CorpusError` when ``root`` is
+    not a readable directory, when the extra ``documents`` is missing, or when no file yields a
+    chunk (the message counts the skips by reason)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise CorpusError(f"{root}: not a directory")
+    split = _splitter(settings)
+    reasons = Counter[str]()
+
+    def skip(rel: str, reason: str) -> None:
+        reasons[reason] += 1
+        on_skip(SkippedFile(rel, reason))
+
+    found = 0
+    for rel, path in _walk(root, skip):
+        kind = DOCUMENT_TYPES.get(Path(rel.removesuffix(".gz")).suffix.lower())
+        if kind is None or (kind == "pdf" and rel.endswith(".gz")):
+            skip(rel, f"unsupported type {''.join(Path(rel).suffixes[-2:]) or '(no suffix)'}")
+            continue
+        try:
+            title, sections = _read(path, rel, kind, settings.max_file_bytes)
+        except _Unreadable as exc:
+            skip(rel, str(exc))
+            continue
+        chunks = [(headings, text) for headings, body in sections for text in split(body)]
+        if not chunks:
+            skip(rel, "no text")
+            continue
+        ids = [f"{rel}#{n}" for n in range(len(chunks))]
+        for n, (headings, text) in enumerate(chunks):
+            found += 1
+            yield Passage(ids[n], title, split_sentences(text, abbreviations=True),
+                          Source(rel, headings, n, ids[n - 1] if n else None, ids[n + 1] if n + 1 < len(ids) else None))
+    if not found:
+        counts = ", ".join(f"{n} {r}" for r, n in reasons.most_common()) or "no files"
+        raise CorpusError(f"{root}: no document to index ({counts}); supported: "
+                          f"{', '.join(sorted(DOCUMENT_TYPES))} (and .gz of the text formats)")
+
+
+def _walk(root: Path, skip: Callable[[str, str], None]) -> Iterator[tuple[str, Path]]:
+    """``(path relative to root, path)`` of every file under ``root``, sorted; hidden entries
+    and anything that is not a regular file (or a link to one) are reported to ``skip``."""
+    def failed(exc: OSError) -> None:
+        skip(Path(exc.filename or root).relative_to(root).as_posix() if exc.filename else ".",
+             f"unreadable directory ({exc.strerror})")
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=failed):
+        here = Path(dirpath)
+        for d in sorted(dirnames):
+            if d.startswith(".") or (here / d).is_symlink():
+                skip((here / d).relative_to(root).as_posix(), "hidden directory" if d.startswith(".")
+                     else "linked directory (not followed)")
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and not (here / d).is_symlink())
+        for name in sorted(filenames):
+            path = here / name
+            rel = path.relative_to(root).as_posix()
+            if name.startswith("."):
+                skip(rel, "hidden file")
+            elif not path.is_file():
+                skip(rel, "not a regular file")
+            else:
+                yield rel, path
+
+
+class _Unreadable(Exception):
+    """A file that yields no text; the message is the reason reported for it."""
+
+
+def _read(path: Path, rel: str, kind: str, cap: int) -> tuple[str, list[tuple[tuple[str, ...], str]]]:
+    """The document title and its ``(heading path, text)`` sections; :class:`_Unreadable`."""
+    fallback = re.sub(r"[_\-]+", " ", Path(rel.removesuffix(".gz")).stem).strip() or rel
+    if kind == "pdf":
+        return _read_pdf(path, fallback, cap)
+    raw = _bytes(path, cap, rel.endswith(".gz"))
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise _Unreadable(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
+    if kind == "markdown":
+        return _markdown_sections(text, fallback)
+    if kind == "html":
+        parser = _HTMLSections()
+        parser.feed(text)
+        parser.close()
+        return parser.title or next((h[0] for h, _ in parser.sections if h), fallback), parser.sections
+    return fallback, [((), text)]
+
+
+def _bytes(path: Path, cap: int, gz: bool) -> bytes:
+    """The file's bytes (decompressed for ``gz``), refused past ``cap`` without reading more."""
+    try:
+        if not gz and path.stat().st_size > cap:
+            raise _Unreadable(f"larger than the {cap:,}-byte file limit (chunking.max_file_bytes)")
+        with (gzip.open if gz else open)(path, "rb") as fh:
+            data = fh.read(cap + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _Unreadable(f"unreadable ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})") from None
+    if len(data) > cap:
+        raise _Unreadable(f"decompresses past the {cap:,}-byte file limit (chunking.max_file_bytes)")
+    return data
+
+
+def _markdown_sections(text: str, fallback: str) -> tuple[str, list[tuple[tuple[str, ...], str]]]:
+    from langchain_text_splitters import MarkdownHeaderTextSplitter
+
+    levels = [("#" * n, f"h{n}") for n in range(1, 7)]
+    docs = MarkdownHeaderTextSplitter(levels, strip_headers=True).split_text(text)
+    sections = [(tuple(d.metadata[k] for _, k in levels if k in d.metadata), d.page_content) for d in docs]
+    title = next((d.metadata["h1"] for d in docs if "h1" in d.metadata), fallback)
+    return title, sections
+
+
+def _read_pdf(path: Path, fallback: str, cap: int) -> tuple[str, list[tuple[tuple[str, ...], str]]]:
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    if path.stat().st_size > cap:
+        raise _Unreadable(f"larger than the {cap:,}-byte file limit (chunking.max_file_bytes)")
+    try:
+        reader = PdfReader(path)
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise _Unreadable("encrypted PDF")
+        pages = [((f"page {n}",), page.extract_text() or "") for n, page in enumerate(reader.pages, 1)]
+        title = (reader.metadata.title if reader.metadata else None) or fallback
+    except _Unreadable:
+        raise
+    except (PyPdfError, OSError, ValueError, KeyError, TypeError) as exc:
+        raise _Unreadable(f"unreadable PDF ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})") from None
+    return " ".join(str(title).split()) or fallback, pages
+
+
+class _HTMLSections(HTMLParser):
+    """HTML text by heading section: ``sections`` of ``(heading path, text)``, ``title``."""
+
+    _HIDDEN = frozenset({"script", "style", "head", "noscript", "template", "svg"})
+    _BLOCKS = frozenset({"p", "div", "li", "br", "tr", "td", "th", "section", "article", "blockquote", "pre",
+                         "ul", "ol", "table", "dd", "dt", "figcaption", "hr"})
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.sections: list[tuple[tuple[str, ...], str]] = []
+        self.title = ""
+        self._path: list[tuple[int, str]] = []
+        self._parts: list[str] = []
+        self._hidden = 0
+        self._heading: tuple[int, list[str]] | None = None
+        self._in_title = False
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        if tag in self._HIDDEN:
+            self._hidden += 1
+        elif tag == "title":
+            self._in_title = True
+        elif re.fullmatch(r"h[1-6]", tag):
+            self._flush()
+            self._heading = (int(tag[1]), [])
+        elif tag in self._BLOCKS:
+            self._parts.append("\n\n" if tag != "br" else "\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self._HIDDEN:
+            self._hidden = max(0, self._hidden - 1)
+        elif tag == "title":
+            self._in_title = False
+        elif re.fullmatch(r"h[1-6]", tag) and self._heading is not None:
+            level, words = self._heading
+            self._heading = None
+            self._path = [(lv, h) for lv, h in self._path if lv < level] + [(level, " ".join("".join(words).split()))]
+        elif tag in self._BLOCKS:
+            self._parts.append("\n\n")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title = " ".join(f"{self.title} {data}".split())
+        elif self._hidden:
+            return
+        elif self._heading is not None:
+            self._heading[1].append(data)
+        else:
+            self._parts.append(data)
+
+    def close(self) -> None:
+        super().close()
+        self._flush()
+
+    def _flush(self) -> None:
+        text = "".join(self._parts).strip()
+        if text:
+            self.sections.append((tuple(h for _, h in self._path if h), text))
+        self._parts = []
+
+
+def _splitter(settings: ChunkingSettings) -> Callable[[str], list[str]]:
+    """``text -> chunks`` under ``settings``; :class:`CorpusError` naming the extra when the
+    text splitters are not installed."""
+    try:
+        import pypdf  # noqa: F401 - read by _read_pdf; checked before any file is read
+        from langchain_text_splitters import RecursiveCharacterTextSplitter
+    except ImportError:
+        raise CorpusError(f"reading a folder of documents needs the extra 'documents': {INSTALL_HINT}") from None
+    counter = default_token_counter()
+    splitter = RecursiveCharacterTextSplitter(
+        chunk_size=settings.chunk_tokens, chunk_overlap=settings.overlap_tokens, length_function=counter.count,
+        separators=list(_SEPARATORS), is_separator_regex=True, keep_separator="end", strip_whitespace=True)
+    return lambda text: [c for c in splitter.split_text(text) if c.strip()]

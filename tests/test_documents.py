@@ -1,0 +1,179 @@
+"""A folder of a user's files: chunked with provenance, nothing skipped silently, indexed and
+answered through `rootweaver index build` and `rootweaver ask`."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rootweaver_capabilities.cli import main
+from rootweaver_capabilities.config import ConfigError, MultiHopConfig
+from rootweaver_innovations.budget import default_token_counter
+from rootweaver_innovations.corpus import CorpusError, passage_from_object
+from rootweaver_innovations.documents import (
+    ChunkingSettings,
+    load_documents,
+    passage_record,
+)
+
+DOCS = Path(__file__).parent / "data" / "docs"
+QUESTION = "Who was the vizier of Ebla after one who had served king Ishar Damu for 17 years?"
+
+
+def test_every_shipped_file_is_chunked_with_its_title_and_heading_path():
+    scan = load_documents(DOCS)
+    assert scan.skipped == () and scan.documents == 5
+    by_path: dict[str, list] = {}
+    for p in scan.passages:
+        by_path.setdefault(p.source.path, []).append(p)
+    assert sorted(by_path) == ["ebla/kings.txt", "ebla/viziers.md", "mari.html", "songs.pdf", "sopranos.md.gz"]
+    titles = {path: {p.title for p in ps} for path, ps in by_path.items()}
+    assert titles == {"ebla/kings.txt": {"kings"}, "ebla/viziers.md": {"Viziers of Ebla"},
+                      "mari.html": {"Kings of Mari"}, "songs.pdf": {"Songs and singers"},
+                      "sopranos.md.gz": {"Antonietta Marini-Rainieri"}}
+    heads = {p.source.headings for p in by_path["ebla/viziers.md"]}
+    assert ("Viziers of Ebla", "Ibbi-Sipish") in heads and ("Viziers of Ebla", "Ibrium") in heads
+    ibbi = next(p for p in by_path["ebla/viziers.md"] if p.source.headings[-1] == "Ibbi-Sipish")
+    assert ibbi.sentences[0].startswith("Ibbi-Sipish or Ibbi-Zikir")
+    html = " ".join(p.text for p in by_path["mari.html"])
+    assert "Ishtup-Ishar" in html and "not text" not in html and "color" not in html
+    assert {p.source.headings for p in by_path["mari.html"]} == {("Kings of Mari", "Ishtup-Ishar")}
+    assert [p.source.headings for p in by_path["songs.pdf"]][:1] == [("page 1",)]
+    assert "Hindemith" in " ".join(p.text for p in by_path["songs.pdf"])
+
+
+def test_neighbours_chain_the_chunks_of_each_document():
+    scan = load_documents(DOCS, ChunkingSettings(chunk_tokens=24, overlap_tokens=4))
+    docs: dict[str, list] = {}
+    for p in scan.passages:
+        docs.setdefault(p.source.path, []).append(p)
+    assert max(len(ps) for ps in docs.values()) >= 3
+    for ps in docs.values():
+        assert [p.source.position for p in ps] == list(range(len(ps)))
+        assert [p.source.prev for p in ps] == [None, *(p.id for p in ps[:-1])]
+        assert [p.source.next for p in ps] == [*(p.id for p in ps[1:]), None]
+
+
+def test_a_record_round_trips_with_its_source():
+    for p in load_documents(DOCS).passages:
+        assert passage_from_object(json.loads(json.dumps(passage_record(p))), Path("x"), 1) == p
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.text(alphabet="abcdefghij", min_size=1, max_size=9), min_size=1, max_size=300),
+       st.integers(8, 64))
+def test_chunks_stay_under_the_token_size_and_lose_no_text(tmp_path_factory, words, size):
+    folder = tmp_path_factory.mktemp("words")
+    text = " ".join(w + ("." if i % 7 == 6 else "") for i, w in enumerate(words))
+    (folder / "a.txt").write_text(text)
+    passages = load_documents(folder, ChunkingSettings(chunk_tokens=size, overlap_tokens=0)).passages
+    counter = default_token_counter()
+    assert all(counter.count(p.text) <= size for p in passages)
+    # a word longer than a chunk is cut inside; no character is lost or reordered
+    assert "".join("".join(p.text.split()) for p in passages) == "".join(text.split())
+
+
+def _make_bad_folder(root: Path) -> dict[str, str]:
+    """Files that yield no chunk, each with the start of the reason it must be skipped for."""
+    (root / "good.md").write_text("# Good\n\nThe good file is read.\n")
+    (root / "report.docx").write_bytes(b"PK\x03\x04")
+    (root / ".hidden.txt").write_text("hidden")
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("x")
+    (root / "latin1.txt").write_bytes("caf\xe9".encode("latin-1"))
+    (root / "empty.txt").write_text("  \n")
+    (root / "broken.pdf").write_bytes(b"%PDF-1.4\nnot really")
+    (root / "bomb.txt.gz").write_bytes(gzip.compress(b"a " * 200_000))
+    (root / "big.txt").write_text("word " * 30_000)
+    (root / "truncated.md.gz").write_bytes(gzip.compress(b"# T\n\ntext")[:12])
+    return {"report.docx": "unsupported type .docx", ".hidden.txt": "hidden file", ".git": "hidden directory",
+            "latin1.txt": "not UTF-8 text", "empty.txt": "no text", "broken.pdf": "unreadable PDF",
+            "bomb.txt.gz": "decompresses past the 100,000-byte", "big.txt": "larger than the 100,000-byte",
+            "truncated.md.gz": "unreadable"}
+
+
+def test_nothing_is_skipped_silently(tmp_path):
+    expected = _make_bad_folder(tmp_path)
+    heard = []
+    scan = load_documents(tmp_path, ChunkingSettings(max_file_bytes=100_000), heard.append)
+    assert {p.source.path for p in scan.passages} == {"good.md"}
+    assert heard == list(scan.skipped)
+    reasons = {s.path: s.reason for s in scan.skipped}
+    assert set(reasons) == set(expected)
+    for path, start in expected.items():
+        assert reasons[path].startswith(start), (path, reasons[path])
+    assert sum(scan.skipped_by_reason().values()) == len(expected)
+
+
+def test_a_folder_with_nothing_to_read_is_one_clear_error(tmp_path):
+    (tmp_path / "a.docx").write_bytes(b"x")
+    with pytest.raises(CorpusError, match=r"no document to index \(1 unsupported type \.docx\)"):
+        load_documents(tmp_path)
+    with pytest.raises(CorpusError, match="not a directory"):
+        load_documents(tmp_path / "a.docx")
+
+
+@pytest.mark.parametrize("kwargs", [{"chunk_tokens": 4}, {"overlap_tokens": 64}, {"overlap_tokens": -1},
+                                    {"max_file_bytes": 0}])
+def test_bad_chunking_settings_are_refused(kwargs):
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        ChunkingSettings(**kwargs)
+
+
+def test_config_takes_a_folder_and_checks_the_chunking(tmp_path):
+    cfg = MultiHopConfig.from_mapping({"retriever": {"corpus": str(DOCS), "chunking": {"chunk_tokens": 64}}})
+    assert cfg.retriever.chunking.settings() == ChunkingSettings(chunk_tokens=64)
+    with pytest.raises(ConfigError, match="retriever.chunking.chunk_tokens"):
+        MultiHopConfig.from_mapping({"retriever": {"chunking": {"chunk_tokens": 2}}})
+    with pytest.raises(ConfigError, match="retriever.corpus.*file or folder"):
+        MultiHopConfig.from_mapping({"retriever": {"corpus": str(tmp_path / "missing")}})
+
+
+def test_index_build_of_a_folder_answers_through_ask_index(tmp_path, capsys):
+    out = tmp_path / "idx"
+    assert main(["index", "build", str(DOCS), "--out", str(out)]) == 0
+    assert "from 5 documents" in capsys.readouterr().out
+    manifest = json.loads((out / "manifest.json").read_text())
+    chunking = manifest["components"]["chunking"]
+    assert chunking["chunk_tokens"] == 128 and chunking["documents"] == 5 and chunking["skipped"] == {}
+    assert manifest["corpus"]["path"] == str(DOCS)
+    assert main(["index", "verify", str(out)]) == 0
+    capsys.readouterr()
+
+    assert main(["ask", QUESTION, "--index", str(out), "--reader", "none", "--json"]) == 0
+    by_index = json.loads(capsys.readouterr().out)
+    assert main(["ask", QUESTION, "--corpus", str(DOCS), "--reader", "none", "--json"]) == 0
+    by_folder = json.loads(capsys.readouterr().out)
+    assert by_index == by_folder
+    assert "Ibrium" in by_index["synth_context"]  # the gold answer reaches the reader's context
+    answer = by_index["answer"]
+    cited = {c["source"]["path"] for c in answer["citations"]}
+    assert cited == {"ebla/viziers.md"}
+    assert all(c["source"]["headings"][0] == "Viziers of Ebla" for c in answer["citations"])
+
+
+def test_ask_on_a_folder_reports_each_skipped_file_and_a_count(tmp_path, capsys):
+    expected = _make_bad_folder(tmp_path)
+    assert main(["ask", "What is read?", "--corpus", str(tmp_path), "--reader", "none"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    skipped = [line for line in err if line.startswith("rootweaver: skipped ")]
+    assert "rootweaver: skipped report.docx: unsupported type .docx" in skipped
+    # at the default 64 MiB file limit the bomb and the big file are read; the other seven are skipped
+    assert len(skipped) == len(expected) - 2
+    assert err[-1].startswith(f"rootweaver: --corpus {tmp_path}: ")
+    assert f"; skipped {len(expected) - 2} file(s): " in err[-1] and "1 unsupported type .docx" in err[-1]
+
+
+def test_index_build_of_an_unreadable_folder_exits_2(tmp_path, capsys):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.docx").write_bytes(b"x")
+    assert main(["index", "build", str(tmp_path / "docs"), "--out", str(tmp_path / "idx")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0] == "rootweaver: skipped a.docx: unsupported type .docx"
+    assert len(err) == 2 and "no document to index" in err[-1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]  # no index, no temporary directory
