@@ -10,8 +10,9 @@ The pool of the rows' paragraphs is written four ways and indexed by the product
   so chunks are cut across unrelated paragraphs and share one file name as title.
 
 Per layout: all-gold (every gold paragraph overlapped by a read passage: the same id for
-``jsonl``, a shared word 8-gram otherwise), answer in the synth context (non-yes/no rows),
-passages read. Gold labels are used only to score, after the answer. Run::
+``jsonl``, a shared word 8-gram otherwise), the same for single-shot BM25 given as many reader
+tokens as the loop read for that question (with the paired-bootstrap CI of the difference),
+answer in the synth context (non-yes/no rows), passages and reader tokens read. Gold labels are used only to score, after the answer. Run::
 
     python -m evals.documents_folder --dataset hotpotqa --limit 200 --rows odd
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import json
 import tempfile
@@ -30,7 +32,9 @@ from pathlib import Path
 import numpy as np
 
 from rootweaver_capabilities.cli import main as rootweaver
+from rootweaver_innovations.budget import default_token_counter
 from rootweaver_innovations.diagnostics import answer_in_context, paired_bootstrap_ci
+from rootweaver_innovations.index import open_index
 
 from .datasets import DATASETS, build_open_pool, load_rows
 
@@ -67,58 +71,80 @@ def _write(layout: str, passages, root: Path) -> tuple[Path, dict[str, str]]:
     return folder, where
 
 
-def _ask(question: str, index: Path) -> dict:
+def _covers(ids: list[str], gold: frozenset[str], *, records: dict[str, dict], where: dict[str, str] | None,
+            paragraphs: dict) -> float:
+    """1.0 when every gold paragraph is overlapped by a read passage: the same id (``where``
+    ``None``: the jsonl layout), else a chunk of the paragraph's file sharing a word 8-gram."""
+    if where is None:
+        return float(gold <= set(ids))
+    chunks = [records[i] for i in ids]
+    return float(all(any(c["source"]["path"] == where[g] and _grams(" ".join(c["sentences"]))
+                         & _grams(paragraphs[g].text) for c in chunks) for g in gold))
+
+
+def _ask(question: str, index: Path, max_passages: int) -> dict:
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = rootweaver(["ask", question, "--index", str(index), "--reader", "none", "--json"])
+        code = rootweaver(["ask", question, "--index", str(index), "--reader", "none", "--json",
+                           "--max-passages", str(max_passages)])
     if code != 0:
         raise RuntimeError(f"rootweaver ask exited {code} on {question!r}")
     return json.loads(out.getvalue())
 
 
-def run(rows, *, n_resamples: int = 10_000, seed: int = 0) -> dict:
+def run(rows, *, layouts: Sequence[str] = LAYOUTS, chunk_tokens: int = 128, max_passages: int = 10,
+        n_resamples: int = 10_000, seed: int = 0) -> dict:
     pool = build_open_pool(rows)
     by_id = {p.id: p for p in pool.passages}
     report: dict = {"rows": len(rows), "rows_without_gold": sum(not g for g in pool.gold),
                     "pool_passages": len(pool.passages), "layouts": {}}
     with tempfile.TemporaryDirectory() as tmp:
-        for layout in LAYOUTS:
+        for layout in ("jsonl", *(x for x in layouts if x != "jsonl")):  # jsonl: the baseline of the CIs
             corpus, where = _write(layout, pool.passages, Path(tmp))
             index = Path(tmp) / f"{layout}.idx"
             started = time.perf_counter()
             with contextlib.redirect_stdout(io.StringIO()):
-                if rootweaver(["index", "build", str(corpus), "--out", str(index)]) != 0:
+                if rootweaver(["index", "build", str(corpus), "--out", str(index),
+                               "--chunk-tokens", str(chunk_tokens)]) != 0:
                     raise RuntimeError(f"index build failed for {layout}")
             built_s = time.perf_counter() - started
             records = {}
             for line in (index / "passages" / "records.jsonl").read_text(encoding="utf-8").splitlines():
                 obj = json.loads(line)
                 records[obj["id"]] = obj
-            all_gold, aic, read, seconds = [], [], [], []
+            retriever = open_index(index).retriever()
+            count = default_token_counter().count
+            size = {i: count(" ".join(r["sentences"])) for i, r in records.items()}
+            covers = functools.partial(_covers, records=records, where=None if layout == "jsonl" else where,
+                                       paragraphs=by_id)
+
+            all_gold, single, aic, read, tokens, seconds = [], [], [], [], [], []
             for row, gold in zip(rows, pool.gold):
                 started = time.perf_counter()
-                d = _ask(row.question, index)
+                d = _ask(row.question, index, max_passages if layout != "jsonl" else 10)
                 seconds.append(time.perf_counter() - started)
                 ids = [pid for hop in d["hops"] for pid in hop["retrieved_ids"]]
                 read.append(len(ids))
-                if not gold:  # no gold paragraph in the pool: not scored on retrieval (as in `eval e2e`)
-                    pass
-                elif layout == "jsonl":
-                    all_gold.append(float(gold <= set(ids)))
-                else:
-                    chunks = [records[i] for i in ids]
-                    ok = True
-                    for g in gold:
-                        grams = _grams(by_id[g].text)
-                        ok &= any(c["source"]["path"] == where[g] and _grams(" ".join(c["sentences"])) & grams
-                                  for c in chunks)
-                    all_gold.append(float(ok))
+                tokens.append(sum(size[i] for i in ids))
+                if gold:  # a row with no gold paragraph in the pool is not scored on retrieval (as in `eval e2e`)
+                    all_gold.append(covers(ids, gold))
+                    top, used = [], 0  # single-shot BM25 for the question, as many reader tokens as the loop read
+                    for hit in retriever.search(row.question, 4 * len(ids) + 10):
+                        if used >= tokens[-1]:
+                            break
+                        top.append(hit.passage.id)
+                        used += size[hit.passage.id]
+                    single.append(covers(top, gold))
                 if row.answer.strip().lower() not in ("yes", "no"):
                     aic.append(float(answer_in_context(row.answer, d["synth_context"])))
+            ci = paired_bootstrap_ci(all_gold, single, n_resamples=n_resamples, seed=seed)
             report["layouts"][layout] = {
                 "indexed_passages": len(records), "build_s": round(built_s, 2),
                 "all_gold": round(float(np.mean(all_gold)), 3), "aic": round(float(np.mean(aic)), 3),
-                "mean_read": round(float(np.mean(read)), 2), "ask_ms_p50": round(1000 * float(np.median(seconds)), 1),
+                "single_bm25_all_gold": round(float(np.mean(single)), 3),
+                "loop_minus_single": [round(ci.mean_diff, 3), round(ci.low, 3), round(ci.high, 3)],
+                "mean_read": round(float(np.mean(read)), 2), "mean_tokens_read": round(float(np.mean(tokens)), 1),
+                "ask_ms_p50": round(1000 * float(np.median(seconds)), 1),
                 "_all_gold": all_gold, "_aic": aic,
             }
     base = report["layouts"]["jsonl"]
@@ -137,13 +163,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--dataset", choices=sorted(DATASETS), default="hotpotqa")
     p.add_argument("--limit", type=int, default=200, help="first N rows, before --rows")
     p.add_argument("--rows", choices=("all", "even", "odd"), default="odd")
+    p.add_argument("--layouts", default=",".join(LAYOUTS), help="comma-separated subset of " + ", ".join(LAYOUTS))
+    p.add_argument("--max-passages", type=int, default=10, help="ask --max-passages for the folders (jsonl: 10)")
+    p.add_argument("--chunk-tokens", type=int, default=128, help="index build --chunk-tokens for the folders")
     p.add_argument("--resamples", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     rows = load_rows(args.dataset, args.limit)
     rows = rows if args.rows == "all" else rows[args.rows == "odd"::2]
-    print(json.dumps({"dataset": args.dataset, "limit": args.limit, "half": args.rows,
-                      **run(rows, n_resamples=args.resamples, seed=args.seed)}, indent=2))
+    print(json.dumps({"dataset": args.dataset, "limit": args.limit, "half": args.rows, "chunk_tokens": args.chunk_tokens,
+                      **run(rows, layouts=args.layouts.split(","), chunk_tokens=args.chunk_tokens,
+                            max_passages=args.max_passages,
+                            n_resamples=args.resamples, seed=args.seed)},
+                     indent=2))
     return 0
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rootweaver_innovations.answer_rules import make_answer_rules
 from rootweaver_innovations.budget import Budget
-from rootweaver_innovations.documents import SkippedFile
+from rootweaver_innovations.documents import SkippedFile, load_reading_budget
 from rootweaver_innovations.extractive import extractive_synthesizer
 from rootweaver_innovations.multihop import MultiHopRAG, Synthesizer
 from rootweaver_innovations.retrieval import BM25Retriever, Retriever
@@ -97,14 +97,17 @@ def build_rag(
 ) -> MultiHopRAG:
     """The loop ``config`` describes; ``retriever`` and ``synthesizer`` replace the configured
     ones (a runtime that already holds them). Compaction runs when ``compaction.enabled``; the
-    strategy is built either way, since the reader fits its window with it."""
+    strategy is built either way, since the reader fits its window with it. Over a corpus of
+    document chunks ``max_passages`` counts paragraphs' worth of reading
+    (:meth:`~rootweaver_innovations.documents.ReadingBudget.passages`)."""
     compactor = build_compactor(config.compaction)
+    retriever = retriever if retriever is not None else build_retriever(config.retriever)
     return MultiHopRAG(
-        retriever if retriever is not None else build_retriever(config.retriever),
+        retriever,
         synthesizer=synthesizer if synthesizer is not None else build_synthesizer(config, compactor),
         answer_rules=make_answer_rules(config.answer_rules),
         max_hops=config.max_hops,
-        max_passages=config.max_passages,
+        max_passages=load_reading_budget().passages(config.max_passages, getattr(retriever, "passages", ())),
         stop_rule=config.stop_rule,
         passages_per_hop=config.passages_per_hop,
         answerability_threshold=config.answerability_threshold,

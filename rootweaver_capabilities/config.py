@@ -333,7 +333,9 @@ class MultiHopConfig:
     """
 
     max_hops: int = _knob(10, "int", "Most retrieval hops per question.", check=_positive, rule="must be >= 1")
-    max_passages: int = _knob(10, "int", "Most passages in the trajectory per question.", check=_positive,
+    max_passages: int = _knob(10, "int", "Most passages in the trajectory per question; over a folder of "
+                              "documents, paragraphs' worth of reading (chunks scaled by their mean length).",
+                              check=_positive,
                               rule="must be >= 1")
     stop_rule: str = _knob("evidence", "str", "Hop policy: evidence (title links and bridge entities, the "
                            "default) or coverage (the seed's key-term coverage rule).", choices=STOP_RULES)

@@ -1,7 +1,8 @@
 """A folder of a user's own files as passages: one passage per chunk, with its provenance.
 
-:func:`iter_document_passages` walks a folder (recursively, in sorted path order, so the
-result is deterministic), reads every supported file and cuts it into chunks:
+:func:`iter_document_passages` walks a folder recursively (each folder's files by name, then
+its subfolders by name, so the result is deterministic), reads every supported file and cuts
+it into chunks:
 
 - ``.txt``/``.text``: plain text; ``.md``/``.markdown``: Markdown, split at its headings
   (``MarkdownHeaderTextSplitter``); ``.html``/``.htm``: HTML, parsed by ``html.parser``
@@ -12,7 +13,9 @@ result is deterministic), reads every supported file and cuts it into chunks:
   with size and overlap in reader tokens (the Qwen2.5 tokenizer of the budgets).
 - A chunk becomes a :class:`~rootweaver_innovations.corpus.Passage`: id ``"<path>#<n>"``,
   title the document's title (its first top heading, the HTML ``<title>`` or the PDF's
-  title, else the file name), sentences split as a JSONL corpus's are, and a
+  title; in a document without one, its first heading above the chunk, else the name its
+  paragraph's lead sentence is about, carried to the chunks that continue it, else the file
+  name), sentences split as a JSONL corpus's are, and a
   :class:`~rootweaver_innovations.corpus.Source`: file path relative to the folder, heading
   path, position in the document and the ids of its neighbouring chunks.
 
@@ -27,25 +30,30 @@ to install it.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import re
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 from .budget import default_token_counter
 from .corpus import CorpusError, Passage, Source, split_sentences
+from .text import lead_subject
 
-__all__ = ["DOCUMENT_TYPES", "ChunkingSettings", "DocumentScan", "SkippedFile", "iter_document_passages",
-           "load_documents", "passage_record"]
+__all__ = ["DOCUMENT_TYPES", "READING_FILE", "ChunkingSettings", "DocumentScan", "ReadingBudget", "SkippedFile",
+           "iter_document_passages", "load_documents", "load_reading_budget", "passage_record"]
 
 DOCUMENT_TYPES: Mapping[str, str] = {".txt": "text", ".text": "text", ".md": "markdown", ".markdown": "markdown",
                                      ".html": "html", ".htm": "html", ".pdf": "pdf"}
 INSTALL_HINT = "pip install 'rootweaver[documents]'"
+READING_FILE = Path(__file__).resolve().parent / "data" / "reading_budget.json"
+_READING_SAMPLE = 512  # passages whose mean length stands for the corpus's
 _SPLITTER = "langchain-text-splitters RecursiveCharacterTextSplitter"
 # coarsest first: paragraphs, lines, sentence ends, clause marks, words, characters
 _SEPARATORS = (r"\n\s*\n", r"\n", r"(?<=[.!?])\s+", r"(?<=[;:,])\s+", r"\s+", "")
@@ -95,6 +103,40 @@ class DocumentScan:
     def skipped_by_reason(self) -> dict[str, int]:
         """Skipped files counted by reason, most frequent first."""
         return dict(Counter(s.reason for s in self.skipped).most_common())
+
+
+@dataclass(frozen=True, slots=True)
+class ReadingBudget:
+    """What the loop's passage budget means in reading: ``paragraph_tokens``, the mean reader
+    tokens of the paragraphs its hop policy was fitted on (see ``provenance``), so that a
+    budget of N passages reads as much of a chunked corpus as of N paragraphs."""
+
+    paragraph_tokens: float
+    provenance: Mapping[str, Any]
+
+    def passages(self, max_passages: int, passages: Sequence[Passage]) -> int:
+        """The loop's passage budget over ``passages``: ``max_passages`` for a corpus of
+        paragraphs; for a corpus of document chunks (a ``source`` on its first passage), as many
+        chunks as hold the reader tokens of ``max_passages`` paragraphs, ``round(max_passages *
+        paragraph_tokens / mean chunk tokens)`` (at least 1; the mean over an evenly strided
+        sample of at most 512 chunks, so the result is deterministic)."""
+        n = len(passages)
+        if n == 0 or passages[0].source is None:
+            return max_passages
+        count = default_token_counter().count
+        sample = [passages[i] for i in range(0, n, max(1, n // _READING_SAMPLE))][:_READING_SAMPLE]
+        mean = sum(count(p.text) for p in sample) / len(sample)
+        return max(1, round(max_passages * self.paragraph_tokens / max(mean, 1.0)))
+
+
+@lru_cache(maxsize=2)
+def load_reading_budget(path: Path = READING_FILE) -> ReadingBudget:
+    """The shipped :class:`ReadingBudget` (read once per path); ``ValueError`` when malformed."""
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    tokens = data.get("paragraph_tokens") if isinstance(data, dict) else None
+    if not (isinstance(tokens, (int, float)) and not isinstance(tokens, bool) and tokens > 0):
+        raise ValueError(f"{path}: paragraph_tokens must be a number > 0")
+    return ReadingBudget(float(tokens), dict(data.get("provenance", {})))
 
 
 def passage_record(p: Passage) -> dict[str, Any]:
@@ -158,9 +200,14 @@ def iter_document_passages(root: str | Path, settings: ChunkingSettings,
             skip(rel, "no text")
             continue
         ids = [f"{rel}#{n}" for n in range(len(chunks))]
+        fallback = re.sub(r"[_\-]+", " ", Path(rel.removesuffix(".gz")).stem).strip() or rel
+        subject = None
         for n, (headings, text) in enumerate(chunks):
             found += 1
-            yield Passage(ids[n], title, split_sentences(text, abbreviations=True),
+            sentences = split_sentences(text, abbreviations=True)
+            if title is None:  # untitled text: the name its paragraph is about, carried over a cut
+                subject = lead_subject(sentences[0]) or subject
+            yield Passage(ids[n], title or (headings[0] if headings else None) or subject or fallback, sentences,
                           Source(rel, headings, n, ids[n - 1] if n else None, ids[n + 1] if n + 1 < len(ids) else None))
     if not found:
         counts = ", ".join(f"{n} {r}" for r, n in reasons.most_common()) or "no files"
@@ -197,24 +244,27 @@ class _Unreadable(Exception):
     """A file that yields no text; the message is the reason reported for it."""
 
 
-def _read(path: Path, rel: str, kind: str, cap: int) -> tuple[str, list[tuple[tuple[str, ...], str]]]:
-    """The document title and its ``(heading path, text)`` sections; :class:`_Unreadable`."""
-    fallback = re.sub(r"[_\-]+", " ", Path(rel.removesuffix(".gz")).stem).strip() or rel
+_Sections = list[tuple[tuple[str, ...], str]]
+
+
+def _read(path: Path, rel: str, kind: str, cap: int) -> tuple[str | None, _Sections]:
+    """The document's own title (``None`` when it has none) and its ``(heading path, text)``
+    sections; :class:`_Unreadable`."""
     if kind == "pdf":
-        return _read_pdf(path, fallback, cap)
+        return _read_pdf(path, cap)
     raw = _bytes(path, cap, rel.endswith(".gz"))
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise _Unreadable(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
     if kind == "markdown":
-        return _markdown_sections(text, fallback)
+        return _markdown_sections(text)
     if kind == "html":
         parser = _HTMLSections()
         parser.feed(text)
         parser.close()
-        return parser.title or next((h[0] for h, _ in parser.sections if h), fallback), parser.sections
-    return fallback, [((), text)]
+        return parser.title or None, parser.sections
+    return None, [((), text)]
 
 
 def _bytes(path: Path, cap: int, gz: bool) -> bytes:
@@ -231,17 +281,16 @@ def _bytes(path: Path, cap: int, gz: bool) -> bytes:
     return data
 
 
-def _markdown_sections(text: str, fallback: str) -> tuple[str, list[tuple[tuple[str, ...], str]]]:
+def _markdown_sections(text: str) -> tuple[str | None, _Sections]:
     from langchain_text_splitters import MarkdownHeaderTextSplitter
 
     levels = [("#" * n, f"h{n}") for n in range(1, 7)]
     docs = MarkdownHeaderTextSplitter(levels, strip_headers=True).split_text(text)
     sections = [(tuple(d.metadata[k] for _, k in levels if k in d.metadata), d.page_content) for d in docs]
-    title = next((d.metadata["h1"] for d in docs if "h1" in d.metadata), fallback)
-    return title, sections
+    return next((d.metadata["h1"] for d in docs if "h1" in d.metadata), None), sections
 
 
-def _read_pdf(path: Path, fallback: str, cap: int) -> tuple[str, list[tuple[tuple[str, ...], str]]]:
+def _read_pdf(path: Path, cap: int) -> tuple[str | None, _Sections]:
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
@@ -252,12 +301,12 @@ def _read_pdf(path: Path, fallback: str, cap: int) -> tuple[str, list[tuple[tupl
         if reader.is_encrypted and not reader.decrypt(""):
             raise _Unreadable("encrypted PDF")
         pages = [((f"page {n}",), page.extract_text() or "") for n, page in enumerate(reader.pages, 1)]
-        title = (reader.metadata.title if reader.metadata else None) or fallback
+        title = reader.metadata.title if reader.metadata else None
     except _Unreadable:
         raise
     except (PyPdfError, OSError, ValueError, KeyError, TypeError) as exc:
         raise _Unreadable(f"unreadable PDF ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})") from None
-    return " ".join(str(title).split()) or fallback, pages
+    return " ".join(str(title or "").split()) or None, pages
 
 
 class _HTMLSections(HTMLParser):

@@ -24,6 +24,7 @@ __all__ = [
     "bm25_tokenize",
     "entity_spans",
     "fold_whitespace",
+    "lead_subject",
     "reasoning_key_terms",
 ]
 
@@ -77,6 +78,29 @@ _CAP_SPAN = re.compile(
 )
 LEADING_WORDS = frozenset(  # capitalised only because they open a sentence
     "The A An In On At He She It They His Her Its This That These Those".split())
+
+
+_SUBJECT_END = re.compile(r"\s*[(,;:]|\s+(?:is|was|are|were|has|had|refers|became|served|lived|may)\b|\s+[-\u2013\u2014]\s")
+_NOT_SUBJECTS = LEADING_WORDS - {"The", "A", "An"}
+_NAME_JOINERS = frozenset("of the de and von van der den del di la le du da dos das bin ibn al y & on for".split())
+
+
+def lead_subject(sentence: str) -> str | None:
+    """The name a lead sentence is about ("Ibrium (24th century BC), also spelt Ebrium, was ..."
+    -> "Ibrium"; '"Lady" is a song' -> "Lady"): the words before its first bracket, comma or
+    verb like "is"/"was", quotes stripped, when they are 1-8 words that each start with a
+    capital or a digit (name joiners such as "of", "de", "bin" between them), not all digits,
+    and not a pronoun or a preposition; else ``None``."""
+    m = _SUBJECT_END.search(sentence)
+    head = sentence[: m.start()].strip().strip("\"'\u201c\u201d\u2018\u2019").strip() if m else ""
+    words = head.split()
+    if not 1 <= len(words) <= 8 or words[0] in _NOT_SUBJECTS or head.isdigit():
+        return None
+    if words[-1].lower() in _NAME_JOINERS or not (words[0][0].isupper() or words[0][0].isdigit()):
+        return None
+    if not all(w[0].isupper() or w[0].isdigit() or w.lower() in _NAME_JOINERS for w in words):
+        return None
+    return head
 
 
 def entity_spans(text: str, skip_initial: bool = True) -> list[str]:

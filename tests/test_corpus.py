@@ -59,3 +59,18 @@ def test_split_sentences_keeps_initials_and_abbreviations_together_when_asked():
     assert split_sentences(text, abbreviations=True) == (
         "Kun-Damu ruled c. 2400 BC.", "J. S. Bach lived in St. Louis (ca. 1700).", "Born 1923.", "He wrote.")
     assert split_sentences(text)[0] == "Kun-Damu ruled c."  # the JSONL loaders' rule, as measured
+
+
+@pytest.mark.parametrize("sentence, subject", [
+    ("Ibrium (24th century BC), also spelt Ebrium, was the vizier of Ebla.", "Ibrium"),
+    ("The Beatles were an English rock band.", "The Beatles"),
+    ("University of California, Berkeley is a public university.", "University of California"),
+    ("He was the son of his predecessor.", None),
+    ("According to Alfonso Archi, he was a contemporary.", None),
+    ("buy milk, then call the office.", None),
+    ("Install the package with pip.", None),
+])
+def test_lead_subject_names_what_a_lead_sentence_is_about(sentence, subject):
+    from rootweaver_innovations.text import lead_subject
+
+    assert lead_subject(sentence) == subject

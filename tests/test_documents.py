@@ -33,7 +33,8 @@ def test_every_shipped_file_is_chunked_with_its_title_and_heading_path():
         by_path.setdefault(p.source.path, []).append(p)
     assert sorted(by_path) == ["ebla/kings.txt", "ebla/viziers.md", "mari.html", "songs.pdf", "sopranos.md.gz"]
     titles = {path: {p.title for p in ps} for path, ps in by_path.items()}
-    assert titles == {"ebla/kings.txt": {"kings"}, "ebla/viziers.md": {"Viziers of Ebla"},
+    # kings.txt has no title of its own: its chunks take the name its lead sentence is about
+    assert titles == {"ebla/kings.txt": {"Kun-Damu"}, "ebla/viziers.md": {"Viziers of Ebla"},
                       "mari.html": {"Kings of Mari"}, "songs.pdf": {"Songs and singers"},
                       "sopranos.md.gz": {"Antonietta Marini-Rainieri"}}
     heads = {p.source.headings for p in by_path["ebla/viziers.md"]}
@@ -45,6 +46,18 @@ def test_every_shipped_file_is_chunked_with_its_title_and_heading_path():
     assert {p.source.headings for p in by_path["mari.html"]} == {("Kings of Mari", "Ishtup-Ishar")}
     assert [p.source.headings for p in by_path["songs.pdf"]][:1] == [("page 1",)]
     assert "Hindemith" in " ".join(p.text for p in by_path["songs.pdf"])
+
+
+def test_untitled_text_takes_the_subject_of_each_paragraph_else_the_file_name(tmp_path):
+    (tmp_path / "field_notes.txt").write_text(
+        "Ibrium (24th century BC) was the vizier of Ebla.\n\n" + "He served two kings. " * 30 + "\n\n"
+        "Kun-Damu was a king of Ebla.\n")
+    (tmp_path / "todo.txt").write_text("buy milk, then call the office.\n")
+    passages = load_documents(tmp_path, ChunkingSettings(chunk_tokens=32, overlap_tokens=0)).passages
+    titles = [(p.source.path, p.title) for p in passages]
+    assert titles[0] == ("field_notes.txt", "Ibrium") and titles[-2] == ("field_notes.txt", "Kun-Damu")
+    assert all(t == "Ibrium" for path, t in titles[1:-2])  # "He served..." continues Ibrium's paragraph
+    assert titles[-1] == ("todo.txt", "todo")
 
 
 def test_neighbours_chain_the_chunks_of_each_document():
@@ -177,3 +190,30 @@ def test_index_build_of_an_unreadable_folder_exits_2(tmp_path, capsys):
     assert err[0] == "rootweaver: skipped a.docx: unsupported type .docx"
     assert len(err) == 2 and "no document to index" in err[-1]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs"]  # no index, no temporary directory
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 40), st.lists(st.integers(1, 60), min_size=1, max_size=30))
+def test_the_reading_budget_leaves_paragraphs_alone_and_scales_chunks(max_passages, lengths):
+    from rootweaver_innovations.corpus import Passage, Source
+    from rootweaver_innovations.documents import load_reading_budget
+
+    budget = load_reading_budget()
+    texts = [" ".join(["word"] * n) for n in lengths]
+    paragraphs = [Passage(f"p{i}", "T", (t,)) for i, t in enumerate(texts)]
+    assert budget.passages(max_passages, paragraphs) == max_passages
+    chunks = [Passage(f"c{i}", "T", (t,), Source("a.txt", (), i)) for i, t in enumerate(texts)]
+    count = default_token_counter().count
+    mean = sum(count(t) for t in texts) / len(texts)
+    assert budget.passages(max_passages, chunks) == max(1, round(max_passages * budget.paragraph_tokens / mean))
+    longer = [Passage(p.id, p.title, (p.text + " more words here",), p.source) for p in chunks]
+    assert budget.passages(max_passages, longer) <= budget.passages(max_passages, chunks)
+
+
+def test_a_malformed_reading_budget_file_is_refused(tmp_path):
+    from rootweaver_innovations.documents import load_reading_budget
+
+    bad = tmp_path / "reading.json"
+    bad.write_text('{"paragraph_tokens": 0}')
+    with pytest.raises(ValueError, match="paragraph_tokens must be a number > 0"):
+        load_reading_budget(bad)
