@@ -63,8 +63,19 @@ from typing import Any, overload
 import numpy as np
 
 from .bm25_matrix import IDFS, BM25Matrix, Vocabulary, count_chunk, scatter_scores
-from .corpus import MAX_RECORD_BYTES, CorpusError, Passage, bounded_lines, passage_from_object
-from .documents import ChunkingSettings, SkippedFile, iter_document_passages, passage_record
+from .corpus import (
+    MAX_RECORD_BYTES,
+    CorpusError,
+    Passage,
+    bounded_lines,
+    passage_from_object,
+)
+from .documents import (
+    ChunkingSettings,
+    SkippedFile,
+    iter_document_passages,
+    passage_record,
+)
 from .retrieval import BM25Retriever, passage_tokens, tokenizer_settings
 
 __all__ = [
@@ -125,15 +136,20 @@ class IndexManifest:
 
 @dataclass(frozen=True, slots=True)
 class BuildProgress:
-    """One progress report of :func:`build_index`: passages and corpus bytes read so far."""
+    """One progress report of :func:`build_index`: passages and corpus bytes read so far;
+    ``chunking`` while a folder's files are still being cut (no byte total is known then)."""
 
     passages: int
     bytes_read: int
     bytes_total: int
     seconds: float
+    chunking: bool = False
 
     def line(self) -> str:
-        """``"1,200,000 passages  41.0%  52,000/s  ETA 31 s"`` (ETA from the byte rate)."""
+        """``"1,200,000 passages  41.0%  52,000/s  ETA 31 s"`` (ETA from the byte rate), or
+        ``"chunking: 5,200 chunks  1,300/s"``."""
+        if self.chunking:
+            return f"chunking: {self.passages:,} chunks  {self.passages / max(self.seconds, 1e-9):,.0f}/s"
         frac = self.bytes_read / self.bytes_total if self.bytes_total else 1.0
         rate = self.passages / self.seconds if self.seconds > 0 else 0.0
         eta = self.seconds * (1 - frac) / frac if frac > 0 else float("inf")
@@ -265,7 +281,7 @@ def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: floa
     (tmp / "bm25").mkdir()
     try:
         if corpus.is_dir():
-            manifest = _build_folder(corpus, tmp, chunking, on_skip,
+            manifest = _build_folder(corpus, tmp, chunking, on_skip, progress,
                                      lambda records: _build(records, tmp, k1, b, chunk_size, workers, progress,
                                                             max_record_bytes))
         else:
@@ -454,9 +470,12 @@ def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, worker
 
 def _build_folder(folder: Path, tmp: Path, chunking: ChunkingSettings,
                   on_skip: Callable[[SkippedFile], None] | None,
+                  progress: Callable[[BuildProgress], None] | None,
                   build: Callable[[Path], IndexManifest]) -> IndexManifest:
-    """Chunk ``folder`` into a JSONL file in ``tmp``, index it with ``build`` and record the
-    chunking in the manifest (the records file is removed afterwards)."""
+    """Chunk ``folder`` into a JSONL file in ``tmp`` (``progress`` hears a ``chunking`` report
+    at most every 0.2 s), index it with ``build`` and record the chunking in the manifest (the
+    records file is removed afterwards)."""
+    start = last = time.perf_counter()
     skips: Counter[str] = Counter()
     documents: set[str] = set()
 
@@ -467,9 +486,12 @@ def _build_folder(folder: Path, tmp: Path, chunking: ChunkingSettings,
 
     records = tmp / "documents.jsonl"
     with open(records, "w", encoding="utf-8") as fh:
-        for p in iter_document_passages(folder, chunking, skipped):
+        for n, p in enumerate(iter_document_passages(folder, chunking, skipped), 1):
             documents.add(p.source.path)
             fh.write(json.dumps(passage_record(p), ensure_ascii=False) + "\n")
+            if progress is not None and (now := time.perf_counter()) - last >= 0.2:
+                last = now
+                progress(BuildProgress(n, 0, 0, now - start, chunking=True))
     manifest = build(records)
     records.unlink()
     chunked = {**chunking.describe(), "files": [], "documents": len(documents), "skipped": dict(skips.most_common())}

@@ -217,3 +217,34 @@ def test_a_malformed_reading_budget_file_is_refused(tmp_path):
     bad.write_text('{"paragraph_tokens": 0}')
     with pytest.raises(ValueError, match="paragraph_tokens must be a number > 0"):
         load_reading_budget(bad)
+
+
+def test_sigterm_while_a_folder_is_chunked_leaves_nothing(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    folder = tmp_path / "many"
+    folder.mkdir()
+    para = "Ibrium was the vizier of Ebla for king Irkab-Damu and his successor. " * 12
+    for i in range(6000):  # about 15 s of chunking: the signal must stop it, not wait for its end
+        (folder / f"note-{i}.txt").write_text("\n\n".join([para] * 8))
+    out = tmp_path / "idx"
+    proc = subprocess.Popen([sys.executable, "-m", "rootweaver_capabilities.cli", "index", "build", str(folder),
+                             "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".idx.building-*")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    time.sleep(0.5)  # inside the chunking phase
+    assert proc.poll() is None, "the build ended before it could be signalled"
+    proc.send_signal(signal.SIGTERM)
+    try:
+        _, err = proc.communicate(timeout=5)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert err.strip().splitlines()[-1] == "rootweaver: interrupted by SIGTERM; partial work removed"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["many"]
