@@ -170,7 +170,7 @@ def load_documents(root: str | Path, settings: ChunkingSettings = ChunkingSettin
 
 def iter_document_passages(root: str | Path, settings: ChunkingSettings,
                            on_skip: Callable[[SkippedFile], None]) -> Iterator[Passage]:
-    """The chunks of every supported file under ``root``, file by file in sorted path order;
+    """The chunks of every supported file under ``root``, file by file in :func:`_walk`'s order;
     ``on_skip`` is called for each file that yields none. :class:`CorpusError` when ``root`` is
     not a readable directory, when the extra ``documents`` is missing, or when no file yields a
     chunk (the message counts the skips by reason)."""
@@ -216,8 +216,9 @@ def iter_document_passages(root: str | Path, settings: ChunkingSettings,
 
 
 def _walk(root: Path, skip: Callable[[str, str], None]) -> Iterator[tuple[str, Path]]:
-    """``(path relative to root, path)`` of every file under ``root``, sorted; hidden entries
-    and anything that is not a regular file (or a link to one) are reported to ``skip``."""
+    """``(path relative to root, path)`` of every file under ``root``: each folder's files by
+    name, then its subfolders by name (not followed when linked); hidden entries and anything
+    that is not a regular file (or a link to one) are reported to ``skip``."""
     def failed(exc: OSError) -> None:
         skip(Path(exc.filename or root).relative_to(root).as_posix() if exc.filename else ".",
              f"unreadable directory ({exc.strerror})")
@@ -294,9 +295,9 @@ def _read_pdf(path: Path, cap: int) -> tuple[str | None, _Sections]:
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
-    if path.stat().st_size > cap:
-        raise _Unreadable(f"larger than the {cap:,}-byte file limit (chunking.max_file_bytes)")
     try:
+        if path.stat().st_size > cap:
+            raise _Unreadable(f"larger than the {cap:,}-byte file limit (chunking.max_file_bytes)")
         reader = PdfReader(path)
         if reader.is_encrypted and not reader.decrypt(""):
             raise _Unreadable("encrypted PDF")
@@ -332,9 +333,12 @@ class _HTMLSections(HTMLParser):
         elif tag == "title":
             self._in_title = True
         elif re.fullmatch(r"h[1-6]", tag):
+            self._end_heading()
             self._flush()
             self._heading = (int(tag[1]), [])
         elif tag in self._BLOCKS:
+            if tag != "br":
+                self._end_heading()  # a block inside a heading ends it (an unclosed <h2> keeps no text)
             self._parts.append("\n\n" if tag != "br" else "\n")
 
     def handle_endtag(self, tag: str) -> None:
@@ -342,10 +346,8 @@ class _HTMLSections(HTMLParser):
             self._hidden = max(0, self._hidden - 1)
         elif tag == "title":
             self._in_title = False
-        elif re.fullmatch(r"h[1-6]", tag) and self._heading is not None:
-            level, words = self._heading
-            self._heading = None
-            self._path = [(lv, h) for lv, h in self._path if lv < level] + [(level, " ".join("".join(words).split()))]
+        elif re.fullmatch(r"h[1-6]", tag):
+            self._end_heading()
         elif tag in self._BLOCKS:
             self._parts.append("\n\n")
 
@@ -361,7 +363,15 @@ class _HTMLSections(HTMLParser):
 
     def close(self) -> None:
         super().close()
+        self._end_heading()
         self._flush()
+
+    def _end_heading(self) -> None:
+        """The open heading (if any) becomes the last step of the heading path."""
+        if self._heading is not None:
+            level, words = self._heading
+            self._heading = None
+            self._path = [(lv, h) for lv, h in self._path if lv < level] + [(level, " ".join("".join(words).split()))]
 
     def _flush(self) -> None:
         text = "".join(self._parts).strip()

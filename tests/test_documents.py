@@ -48,6 +48,13 @@ def test_every_shipped_file_is_chunked_with_its_title_and_heading_path():
     assert "Hindemith" in " ".join(p.text for p in by_path["songs.pdf"])
 
 
+def test_html_with_an_unclosed_heading_keeps_its_text(tmp_path):
+    (tmp_path / "page.html").write_text("<h1>Top<p>The body is kept.</p><h2>Sub</h2><div>So is this.</div>")
+    passages = load_documents(tmp_path).passages
+    assert [(p.source.headings, p.text) for p in passages] == [(("Top",), "The body is kept."),
+                                                               (("Top", "Sub"), "So is this.")]
+
+
 def test_untitled_text_takes_the_subject_of_each_paragraph_else_the_file_name(tmp_path):
     (tmp_path / "field_notes.txt").write_text(
         "Ibrium (24th century BC) was the vizier of Ebla.\n\n" + "He served two kings. " * 30 + "\n\n"
