@@ -152,10 +152,11 @@ class _SkipReport:
 
     def __call__(self, skipped: SkippedFile) -> None:
         self.reasons[skipped.reason] += 1
-        print(f"rootweaver: skipped {terminal_safe(skipped.path, one_line=True)}: {skipped.reason}", file=sys.stderr)
+        print(f"rootweaver: skipped {terminal_safe(skipped.path, one_line=True)}: "
+              f"{terminal_safe(skipped.reason, one_line=True)}", file=sys.stderr)
 
     def summary(self, what: str) -> None:
-        counts = ", ".join(f"{n} {reason}" for reason, n in self.reasons.most_common())
+        counts = ", ".join(f"{n} {terminal_safe(reason, one_line=True)}" for reason, n in self.reasons.most_common())
         print(f"rootweaver: {terminal_safe(what, one_line=True)}; skipped {self.reasons.total()} file(s): {counts}",
               file=sys.stderr)
 
@@ -185,7 +186,7 @@ def _ask_configured(args: argparse.Namespace, question: str) -> int:
 
 
 _CONFIGURED_BY_FILE = ("corpus", "index", "compaction", "max_tokens", "max_chars", "max_hops", "max_passages",
-                       "reader", "base_url", "model", "model_path", "mode", "timeout")
+                       "reader", "base_url", "model", "model_path", "mode", "timeout", "chunk_tokens", "overlap_tokens")
 _ASK_DEFAULTS: dict[str, object] = {}  # filled by build_parser
 
 
