@@ -1,4 +1,5 @@
-"""A retrieval index built once from a JSONL corpus, saved, versioned and memory-mapped.
+"""A retrieval index built once from a JSONL corpus (or a folder of documents, chunked into
+one first), saved, versioned and memory-mapped.
 
 Layout of an index directory (``rootweaver index build CORPUS --out DIR``)::
 
@@ -10,7 +11,7 @@ Layout of an index directory (``rootweaver index build CORPUS --out DIR``)::
     DIR/bm25/vocab.json          the terms in column order
 
 Components are named entries of ``manifest["components"]`` (today ``passages`` and
-``bm25``), each with its own files and parameters, so another index the loop needs
+``bm25``, and for a folder ``chunking``: the chunk settings, document count and skips), each with its own files and parameters, so another index the loop needs
 (e.g. a title/entity index) is added as a new component without changing the others;
 :meth:`OpenIndex.component` refuses a missing one with a message saying to rebuild.
 
