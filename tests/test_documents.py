@@ -255,3 +255,12 @@ def test_sigterm_while_a_folder_is_chunked_leaves_nothing(tmp_path):
     assert proc.returncode == 128 + signal.SIGTERM
     assert err.strip().splitlines()[-1] == "rootweaver: interrupted by SIGTERM; partial work removed"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["many"]
+
+
+def test_without_the_extra_a_folder_is_one_line_naming_the_install(monkeypatch, capsys):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "langchain_text_splitters", None)  # as if not installed
+    assert main(["ask", "q?", "--corpus", str(DOCS), "--reader", "none"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pip install 'rootweaver[documents]'" in err
