@@ -81,26 +81,44 @@ LEADING_WORDS = frozenset(  # capitalised only because they open a sentence
 
 
 _SUBJECT_END = re.compile(r"\s*[(,;:]|\s+(?:is|was|are|were|has|had|refers|became|served|lived|may)\b|\s+[-\u2013\u2014]\s")
-_NOT_SUBJECTS = LEADING_WORDS - {"The", "A", "An"}
+_LIFE_DATES = re.compile(rf"\s*\(\s*(?:born\b|b\.|n[\u00e9e]e\b|\d{{3,4}}\b|(?:{MONTH_PATTERN})\b|\d{{1,2}}\s+(?:{MONTH_PATTERN})\b)")
+_QUOTES = "\"'\u201c\u201d\u2018\u2019"
+_ARTICLES = frozenset({"The", "A", "An"})
+_NOT_SUBJECTS = (LEADING_WORDS - _ARTICLES) | frozenset(  # words that open a clause, not a name
+    "According After Although Among As Before Between Born By Despite During Following For From However "
+    "If Located Since Through Under Unlike Upon When While With".split())
 _NAME_JOINERS = frozenset("of the de and von van der den del di la le du da dos das bin ibn al y & on for".split())
 
 
+def _capitalised(word: str) -> bool:
+    return word[0].isupper() or word[0].isdigit()
+
+
 def lead_subject(sentence: str) -> str | None:
-    """The name a lead sentence is about ("Ibrium (24th century BC), also spelt Ebrium, was ..."
-    -> "Ibrium"; '"Lady" is a song' -> "Lady"): the words before its first bracket, comma or
-    verb like "is"/"was", quotes stripped, when they are 1-8 words that each start with a
-    capital or a digit (name joiners such as "of", "de", "bin" between them), not all digits,
-    and not a pronoun or a preposition; else ``None``."""
+    """The name a lead sentence is about, or ``None``: the words before its first bracket,
+    comma or verb like "is"/"was" ("Ibrium (24th century BC), also spelt Ebrium, was ..." ->
+    "Ibrium"; '"Lady" is a song' -> "Lady"), quotes and quoted nicknames left out, when they
+    are 1-8 words starting with a capital or a digit, not a pronoun or a preposition, and
+    either all capitalised (name joiners such as "of", "de", "bin" aside) or at least two
+    capitalised and no fewer than the others ("Live to Dance"). A person's name of three or
+    four words followed by life dates ("Harvey Lawrence Pekar (October 8, 1939 - ...") is
+    given as first and last name ("Harvey Pekar"), the way other texts mention them."""
     m = _SUBJECT_END.search(sentence)
-    head = sentence[: m.start()].strip().strip("\"'\u201c\u201d\u2018\u2019").strip() if m else ""
-    words = head.split()
+    if not m:
+        return None
+    head = sentence[: m.start()].strip().strip(_QUOTES).strip()
+    words = [w for w in head.split() if not (len(w) > 2 and w[0] in _QUOTES and w[-1] in _QUOTES)]
     if not 1 <= len(words) <= 8 or words[0] in _NOT_SUBJECTS or head.isdigit():
         return None
-    if words[-1].lower() in _NAME_JOINERS or not (words[0][0].isupper() or words[0][0].isdigit()):
+    if words[-1].lower() in _NAME_JOINERS or not _capitalised(words[0]):
         return None
-    if not all(w[0].isupper() or w[0].isdigit() or w.lower() in _NAME_JOINERS for w in words):
+    content = [w for w in (words[1:] if words[0] in _ARTICLES else words) if w.lower() not in _NAME_JOINERS]
+    caps = sum(_capitalised(w) for w in content)
+    if caps < len(content) and not (caps >= 2 and 2 * caps >= len(content)):
         return None
-    return head
+    if 3 <= len(words) <= 4 and caps == len(content) == len(words) and _LIFE_DATES.match(sentence, m.start()):
+        return f"{words[0]} {words[-1]}"
+    return " ".join(words)
 
 
 def entity_spans(text: str, skip_initial: bool = True) -> list[str]:

@@ -69,6 +69,12 @@ def test_split_sentences_keeps_initials_and_abbreviations_together_when_asked():
     ("According to Alfonso Archi, he was a contemporary.", None),
     ("buy milk, then call the office.", None),
     ("Install the package with pip.", None),
+    ('Judith "Judy" Krantz (nee Tarcher) is a novelist.', "Judith Krantz"),
+    ("Harvey Lawrence Pekar (October 8, 1939 - July 12, 2010) was a writer.", "Harvey Pekar"),
+    ("Arizona State University (ASU) is a university.", "Arizona State University"),
+    ("Live to Dance is a television program.", "Live to Dance"),
+    ("The company was founded in 1990.", None),
+    ("Drinking water quality standards describe the parameters.", None),
 ])
 def test_lead_subject_names_what_a_lead_sentence_is_about(sentence, subject):
     from rootweaver_innovations.text import lead_subject
