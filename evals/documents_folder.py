@@ -34,6 +34,7 @@ import numpy as np
 from rootweaver_capabilities.cli import main as rootweaver
 from rootweaver_innovations.budget import default_token_counter
 from rootweaver_innovations.diagnostics import answer_in_context, paired_bootstrap_ci
+from rootweaver_innovations.documents import passage_record
 from rootweaver_innovations.index import open_index
 
 from .datasets import DATASETS, build_open_pool, load_rows
@@ -51,7 +52,7 @@ def _write(layout: str, passages, root: Path) -> tuple[Path, dict[str, str]]:
     where: dict[str, str] = {}
     if layout == "jsonl":
         path = root / "pool.jsonl"
-        path.write_text("".join(json.dumps({"id": p.id, "title": p.title, "sentences": list(p.sentences)}) + "\n"
+        path.write_text("".join(json.dumps(passage_record(p)) + "\n"
                                 for p in passages), encoding="utf-8")
         return path, {p.id: p.id for p in passages}
     folder = root / layout

@@ -11,14 +11,13 @@ import shutil
 import signal
 import sys
 import time
-from collections import Counter
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 
 from rootweaver_innovations.corpus import MAX_RECORD_BYTES, CorpusError
 from rootweaver_innovations.demo import load_questions
-from rootweaver_innovations.documents import ChunkingSettings, SkippedFile
+from rootweaver_innovations.documents import ChunkingSettings, SkippedFile, count_by_reason
 from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, strategy_names
 
 from .argtypes import OneLineParser, host_port, positive_int
@@ -125,7 +124,7 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     config = _ask_config(args)
     skips = _SkipReport()
     retriever = build_retriever(config.retriever, skips)  # a bad corpus or index is refused before the reader is loaded
-    if skips.reasons:
+    if skips.skipped:
         skips.summary(f"--corpus {args.corpus}: {len(retriever.passages):,} chunks")
     synthesizer = TimedSynthesizer(build_synthesizer(config))
     load_s = load_reader(synthesizer.inner)  # model and tokenizer loaded before the answer's deadline
@@ -148,16 +147,17 @@ class _SkipReport:
     then a summary counting them by reason."""
 
     def __init__(self) -> None:
-        self.reasons: Counter[str] = Counter()
+        self.skipped: list[SkippedFile] = []
 
     def __call__(self, skipped: SkippedFile) -> None:
-        self.reasons[skipped.reason] += 1
+        self.skipped.append(skipped)
         print(f"rootweaver: skipped {terminal_safe(skipped.path, one_line=True)}: "
               f"{terminal_safe(skipped.reason, one_line=True)}", file=sys.stderr)
 
     def summary(self, what: str) -> None:
-        counts = ", ".join(f"{n} {terminal_safe(reason, one_line=True)}" for reason, n in self.reasons.most_common())
-        print(f"rootweaver: {terminal_safe(what, one_line=True)}; skipped {self.reasons.total()} file(s): {counts}",
+        counts = ", ".join(f"{n} {terminal_safe(reason, one_line=True)}"
+                           for reason, n in count_by_reason(self.skipped).items())
+        print(f"rootweaver: {terminal_safe(what, one_line=True)}; skipped {len(self.skipped)} file(s): {counts}",
               file=sys.stderr)
 
 
@@ -271,7 +271,7 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
         print(file=sys.stderr)
     bm = m.components["bm25"]
     docs = f" from {m.components['chunking']['documents']:,} documents" if "chunking" in m.components else ""
-    if skips.reasons:
+    if skips.skipped:
         skips.summary(f"{args.corpus}: {m.corpus.passages:,} chunks{docs}")
     print(f"built {args.out}: {m.corpus.passages:,} passages{docs}, {bm['vocab_size']:,} terms, {bm['nnz']:,} "
           f"postings in {time.perf_counter() - start:.1f} s")

@@ -15,7 +15,8 @@ it into chunks:
   title the document's title (its first top heading, the HTML ``<title>`` or the PDF's
   title; in a document without one, its first heading above the chunk, else the name its
   paragraph's lead sentence is about, carried to the chunks that continue it, else the file
-  name), sentences split as a JSONL corpus's are, and a
+  name), sentences split as a JSONL corpus's are except after an initial or a common
+  abbreviation, and a
   :class:`~rootweaver_innovations.corpus.Source`: file path relative to the folder, heading
   path, position in the document and the ids of its neighbouring chunks.
 
@@ -35,7 +36,7 @@ import os
 import re
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from html.parser import HTMLParser
@@ -47,7 +48,7 @@ from .corpus import CorpusError, Passage, Source, split_sentences
 from .text import lead_subject
 
 __all__ = ["DOCUMENT_TYPES", "READING_FILE", "ChunkingSettings", "DocumentScan", "ReadingBudget", "SkippedFile",
-           "iter_document_passages", "load_documents", "load_reading_budget", "passage_record"]
+           "count_by_reason", "iter_document_passages", "load_documents", "load_reading_budget", "passage_record"]
 
 DOCUMENT_TYPES: Mapping[str, str] = {".txt": "text", ".text": "text", ".md": "markdown", ".markdown": "markdown",
                                      ".html": "html", ".htm": "html", ".pdf": "pdf"}
@@ -102,7 +103,12 @@ class DocumentScan:
 
     def skipped_by_reason(self) -> dict[str, int]:
         """Skipped files counted by reason, most frequent first."""
-        return dict(Counter(s.reason for s in self.skipped).most_common())
+        return count_by_reason(self.skipped)
+
+
+def count_by_reason(skipped: Iterable[SkippedFile]) -> dict[str, int]:
+    """Skipped files counted by reason, most frequent first (ties in the order first seen)."""
+    return dict(Counter(s.reason for s in skipped).most_common())
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,12 +166,8 @@ def load_documents(root: str | Path, settings: ChunkingSettings = ChunkingSettin
         if on_skip is not None:
             on_skip(s)
 
-    documents = Counter[str]()
-    passages = []
-    for p in iter_document_passages(root, settings, note):
-        documents[p.source.path] += 1
-        passages.append(p)
-    return DocumentScan(tuple(passages), len(documents), tuple(skipped))
+    passages = tuple(iter_document_passages(root, settings, note))
+    return DocumentScan(passages, len({p.source.path for p in passages}), tuple(skipped))
 
 
 def iter_document_passages(root: str | Path, settings: ChunkingSettings,
@@ -178,11 +180,11 @@ def iter_document_passages(root: str | Path, settings: ChunkingSettings,
     if not root.is_dir():
         raise CorpusError(f"{root}: not a directory")
     split = _splitter(settings)
-    reasons = Counter[str]()
+    skipped: list[SkippedFile] = []
 
     def skip(rel: str, reason: str) -> None:
-        reasons[reason] += 1
-        on_skip(SkippedFile(rel, reason))
+        skipped.append(SkippedFile(rel, reason))
+        on_skip(skipped[-1])
 
     found = 0
     for rel, path in _walk(root, skip):
@@ -210,7 +212,7 @@ def iter_document_passages(root: str | Path, settings: ChunkingSettings,
             yield Passage(ids[n], title or (headings[0] if headings else None) or subject or fallback, sentences,
                           Source(rel, headings, n, ids[n - 1] if n else None, ids[n + 1] if n + 1 < len(ids) else None))
     if not found:
-        counts = ", ".join(f"{n} {r}" for r, n in reasons.most_common()) or "no files"
+        counts = ", ".join(f"{n} {r}" for r, n in count_by_reason(skipped).items()) or "no files"
         raise CorpusError(f"{root}: no document to index ({counts}); supported: "
                           f"{', '.join(sorted(DOCUMENT_TYPES))} (and .gz of the text formats)")
 

@@ -11,7 +11,8 @@ Layout of an index directory (``rootweaver index build CORPUS --out DIR``)::
     DIR/bm25/vocab.json          the terms in column order
 
 Components are named entries of ``manifest["components"]`` (today ``passages`` and
-``bm25``, and for a folder ``chunking``: the chunk settings, document count and skips), each with its own files and parameters, so another index the loop needs
+``bm25``, and for a folder ``chunking``: the chunk settings, document count and skips),
+each with its own files and parameters, so another index the loop needs
 (e.g. a title/entity index) is added as a new component without changing the others;
 :meth:`OpenIndex.component` refuses a missing one with a message saying to rebuild.
 
@@ -53,7 +54,7 @@ import os
 import shutil
 import time
 from array import array
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import asdict, dataclass
@@ -74,6 +75,7 @@ from .corpus import (
 from .documents import (
     ChunkingSettings,
     SkippedFile,
+    count_by_reason,
     iter_document_passages,
     passage_record,
 )
@@ -282,9 +284,11 @@ def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: floa
     (tmp / "bm25").mkdir()
     try:
         if corpus.is_dir():
-            manifest = _build_folder(corpus, tmp, chunking, on_skip, progress,
-                                     lambda records: _build(records, tmp, k1, b, chunk_size, workers, progress,
-                                                            max_record_bytes))
+            records, chunked = _chunk_folder(corpus, tmp, chunking, on_skip, progress)
+            manifest = _build(records, tmp, k1, b, chunk_size, workers, progress, max_record_bytes)
+            records.unlink()
+            manifest = dataclasses.replace(manifest, corpus=dataclasses.replace(manifest.corpus, path=str(corpus)),
+                                           components={**manifest.components, "chunking": chunked})
         else:
             manifest = _build(corpus, tmp, k1, b, chunk_size, workers, progress, max_record_bytes)
         (tmp / MANIFEST).write_text(json.dumps(manifest.to_json(), indent=2), encoding="utf-8")
@@ -469,19 +473,17 @@ def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, worker
     return manifest
 
 
-def _build_folder(folder: Path, tmp: Path, chunking: ChunkingSettings,
+def _chunk_folder(folder: Path, tmp: Path, chunking: ChunkingSettings,
                   on_skip: Callable[[SkippedFile], None] | None,
-                  progress: Callable[[BuildProgress], None] | None,
-                  build: Callable[[Path], IndexManifest]) -> IndexManifest:
-    """Chunk ``folder`` into a JSONL file in ``tmp`` (``progress`` hears a ``chunking`` report
-    at most every 0.2 s), index it with ``build`` and record the chunking in the manifest (the
-    records file is removed afterwards)."""
+                  progress: Callable[[BuildProgress], None] | None) -> tuple[Path, dict[str, Any]]:
+    """Chunk ``folder`` into a JSONL records file in ``tmp`` (``progress`` hears a ``chunking``
+    report at most every 0.2 s); that file and the manifest's ``chunking`` component."""
     start = last = time.perf_counter()
-    skips: Counter[str] = Counter()
+    skips: list[SkippedFile] = []
     documents: set[str] = set()
 
     def skipped(s: SkippedFile) -> None:
-        skips[s.reason] += 1
+        skips.append(s)
         if on_skip is not None:
             on_skip(s)
 
@@ -493,11 +495,8 @@ def _build_folder(folder: Path, tmp: Path, chunking: ChunkingSettings,
             if progress is not None and (now := time.perf_counter()) - last >= 0.2:
                 last = now
                 progress(BuildProgress(n, 0, 0, now - start, chunking=True))
-    manifest = build(records)
-    records.unlink()
-    chunked = {**chunking.describe(), "files": [], "documents": len(documents), "skipped": dict(skips.most_common())}
-    return dataclasses.replace(manifest, corpus=dataclasses.replace(manifest.corpus, path=str(folder)),
-                               components={**manifest.components, "chunking": chunked})
+    return records, {**chunking.describe(), "files": [], "documents": len(documents),
+                     "skipped": count_by_reason(skips)}
 
 
 _HEX64 = frozenset("0123456789abcdef")
