@@ -11,7 +11,8 @@ import numpy as np
 
 from rootweaver_innovations.corpus import Passage, QARow, load_qa_rows
 
-__all__ = ["DATASETS", "DEFAULT_CACHE", "DEFAULT_DATA_ROOT", "OpenPool", "build_open_pool", "cached_embeddings", "load_rows"]
+__all__ = ["DATASETS", "DEFAULT_CACHE", "DEFAULT_DATA_ROOT", "OpenPool", "build_open_pool", "cached_embeddings", "is_yes_no",
+           "load_rows"]
 
 DATASETS = {
     "hotpotqa": "hotpotqa.jsonl.gz",
@@ -65,6 +66,11 @@ def cached_embeddings(texts: Sequence[str], embedder, cache_dir: Path = DEFAULT_
     np.save(tmp, vecs)
     tmp.replace(path)
     return vecs
+
+
+def is_yes_no(row: QARow) -> bool:
+    """The row's gold answer is "yes" or "no" (not a span an answer-in-context check can find)."""
+    return row.answer.strip().lower() in ("yes", "no")
 
 
 def load_rows(dataset: str, limit: int | None, data_root: Path = DEFAULT_DATA_ROOT) -> list[QARow]:

@@ -37,7 +37,7 @@ from rootweaver_innovations.diagnostics import answer_in_context, paired_bootstr
 from rootweaver_innovations.documents import passage_record
 from rootweaver_innovations.index import open_index
 
-from .datasets import DATASETS, build_open_pool, load_rows
+from .datasets import DATASETS, build_open_pool, is_yes_no, load_rows
 
 LAYOUTS = ("jsonl", "md", "txt", "txt5")
 
@@ -136,7 +136,7 @@ def run(rows, *, layouts: Sequence[str] = LAYOUTS, chunk_tokens: int = 128, max_
                         top.append(hit.passage.id)
                         used += size[hit.passage.id]
                     single.append(covers(top, gold))
-                if row.answer.strip().lower() not in ("yes", "no"):
+                if not is_yes_no(row):
                     aic.append(float(answer_in_context(row.answer, d["synth_context"])))
             ci = paired_bootstrap_ci(all_gold, single, n_resamples=n_resamples, seed=seed)
             report["layouts"][layout] = {

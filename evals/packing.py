@@ -36,7 +36,7 @@ from rootweaver_innovations.records import Fact, facts_from_passages
 from rootweaver_innovations.retrieval import BM25Retriever, DenseRetriever, HybridRetriever, ScoredPassage
 from rootweaver_innovations.strategies import make_compactor
 
-from .datasets import DEFAULT_CACHE, build_open_pool, cached_embeddings
+from .datasets import DEFAULT_CACHE, build_open_pool, cached_embeddings, is_yes_no
 from .multihop_e2e import opaque
 from .peers import PEER_POLICIES, register_peers
 from .report import progress
@@ -199,7 +199,7 @@ def run_packing_eval(
         ceiling: list[float] = []
         for q in progress(per_q, f"pack[{rname}]", show_progress):
             facts, cands = retrieved_candidates(q.row.question, q.retrieved)
-            yes_no = q.row.answer.strip().lower() in ("yes", "no")
+            yes_no = is_yes_no(q.row)
             if not yes_no:
                 ceiling.append(float(answer_in_context(q.row.answer, "\n".join(c.text for c in cands))))
             sim = dense_similarity(embed.sentences([c.text for c in cands])) if similarity == "dense" and cands else None

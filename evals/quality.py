@@ -50,6 +50,7 @@ from rootweaver_innovations.diagnostics import (
 from rootweaver_innovations.records import Fact
 from rootweaver_innovations.retrieval import BM25Retriever
 
+from .datasets import is_yes_no
 from .report import write_json, write_text
 from .scoring import gold_line_ids, judge_messages, parse_judge_score, score_ebg
 
@@ -107,7 +108,7 @@ class QualityRow:
 
 def select_questions(rows: Sequence[QARow], n: int | None) -> list[QARow]:
     """The first ``n`` rows (all when ``None``) whose answer is not yes/no."""
-    answerable = [r for r in rows if r.answer.strip().lower() not in ("yes", "no")]
+    answerable = [r for r in rows if not is_yes_no(r)]
     return answerable if n is None else answerable[:n]
 
 

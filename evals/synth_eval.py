@@ -31,7 +31,7 @@ from rootweaver_innovations.packing import POLICIES, Budget, default_token_count
 from rootweaver_innovations.retrieval import BM25Retriever
 from rootweaver_innovations.strategies import strategy_names
 
-from .datasets import OpenPool, build_open_pool
+from .datasets import OpenPool, build_open_pool, is_yes_no
 from .loops import compacted, product_loop
 from .multihop_e2e import SEED_LOOP, opaque
 from .report import progress
@@ -41,13 +41,9 @@ __all__ = ["SYNTH_TOKEN_BUDGETS", "run_synth_eval"]
 SYNTH_TOKEN_BUDGETS = (160, "half")
 
 
-def _yes_no(row: QARow) -> bool:
-    return row.answer.strip().lower() in ("yes", "no")
-
-
 def _scores(rows: Sequence[QARow], pool: OpenPool, results: Sequence[MultiHopResult], texts: Sequence[str],
             kept_ids: Sequence[set[str]]) -> dict[str, list[float]]:
-    aic = [float(answer_in_context(r.answer, t)) for r, t in zip(rows, texts) if not _yes_no(r)]
+    aic = [float(answer_in_context(r.answer, t)) for r, t in zip(rows, texts) if not is_yes_no(r)]
     cov, allg = [], []
     for i, kept in enumerate(kept_ids):
         if pool.gold[i]:
@@ -105,13 +101,13 @@ def run_synth_eval(
             seed_texts = [rag.compactor(s.compaction_request(budget)).text for s in seeds]
             cell = {"strategy": strategy, "unit": budget.unit, "limit": budget.limit, "scores": scores,
                     "seed_aic": [float(answer_in_context(r.answer, t)) for r, t in zip(rows, seed_texts)
-                                 if not _yes_no(r)],
+                                 if not is_yes_no(r)],
                     "tokens": [counter.count(res.synth_context) for res in results],
                     "chars": [res.context_chars for res in results]}
             if strategy in POLICIES:  # the harness: the same policy on the same facts
                 texts = [pack(strategy, fact_candidates(r.question, res.facts), r.question, budget).text
                          if res.facts else "" for r, res in zip(rows, results)]
-                harness = [float(answer_in_context(r.answer, t)) for r, t in zip(rows, texts) if not _yes_no(r)]
+                harness = [float(answer_in_context(r.answer, t)) for r, t in zip(rows, texts) if not is_yes_no(r)]
                 cell["harness_aic"] = harness
                 seam_gap = max(seam_gap, abs(float(np.mean(harness)) - float(np.mean(scores["aic"]))))
             cells[label] = cell
@@ -140,7 +136,7 @@ def run_synth_eval(
     return {
         "n_questions": len(rows),
         "loop": {"max_passages": max_passages, "stop_rule": stop_rule, "opaque_titles": opaque_titles},
-        "n_answer_in_context": sum(not _yes_no(r) for r in rows),
+        "n_answer_in_context": sum(not is_yes_no(r) for r in rows),
         "pool_passages": len(pool.passages),
         "mean_passages_loop": float(np.mean([sum(len(h.retrieved_ids) for h in r.hops) for r in offs])),
         "half_off_median_tokens": half,
