@@ -12,7 +12,8 @@ The pool of the rows' paragraphs is written four ways and indexed by the product
 Per layout: all-gold (every gold paragraph overlapped by a read passage: the same id for
 ``jsonl``, a shared word 8-gram otherwise), the same for single-shot BM25 given as many reader
 tokens as the loop read for that question (with the paired-bootstrap CI of the difference),
-answer in the synth context (non-yes/no rows), passages and reader tokens read. Gold labels are used only to score, after the answer. Run::
+answer in the synth context (non-yes/no rows), passages and reader tokens read. Gold labels
+are used only to score, after the answer. Run::
 
     python -m evals.documents_folder --dataset hotpotqa --limit 200 --rows odd
 """
@@ -172,7 +173,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     rows = load_rows(args.dataset, args.limit)
     rows = rows if args.rows == "all" else rows[args.rows == "odd"::2]
-    print(json.dumps({"dataset": args.dataset, "limit": args.limit, "half": args.rows, "chunk_tokens": args.chunk_tokens,
+    print(json.dumps({"dataset": args.dataset, "limit": args.limit, "half": args.rows,
+                      "chunk_tokens": args.chunk_tokens,
                       **run(rows, layouts=args.layouts.split(","), chunk_tokens=args.chunk_tokens,
                             max_passages=args.max_passages,
                             n_resamples=args.resamples, seed=args.seed)},

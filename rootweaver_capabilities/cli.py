@@ -66,7 +66,9 @@ def _print_human(d: dict) -> None:
         print(f"Answer [{d['answer']['method']}]: {d['answer']['text']}")
         for line, cite in zip(d["answer"]["cited_lines"], d["answer"]["citations"]):
             where = cite.get("source")
-            print(f"  cites: {line}" + (f"\n         ({' > '.join([where['path'], *where['headings']])})" if where else ""))
+            print(f"  cites: {line}")
+            if where:
+                print(f"         ({' > '.join([where['path'], *where['headings']])})")
 
 
 def _reader_config(args: argparse.Namespace, llm: LLMConfig) -> LLMConfig:

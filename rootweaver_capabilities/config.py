@@ -163,7 +163,8 @@ class ChunkingConfig:
                                 "skipped and reported with its reason.", check=_positive, rule="must be >= 1")
 
     def settings(self) -> ChunkingSettings:
-        """The chunker's settings; ``ValueError`` (one line) when the overlap is not below half a chunk."""
+        """The chunker's settings (the overlap is checked against the chunk size with the other
+        cross-key rules, in :class:`MultiHopConfig`)."""
         return ChunkingSettings(self.chunk_tokens, self.overlap_tokens, self.max_file_bytes)
 
 
@@ -370,6 +371,10 @@ class MultiHopConfig:
         if self.llm.provider != "openai" and self.llm.base_url is not None:
             raise ConfigError(f"{s}: key 'llm.base_url' is set but llm.provider is '{self.llm.provider}'; "
                               "set llm.provider: openai to use the endpoint")
+        chunking = self.retriever.chunking
+        if 2 * chunking.overlap_tokens >= chunking.chunk_tokens:
+            raise ConfigError(f"{s}: key 'retriever.chunking.overlap_tokens' must be below half of retriever."
+                              f"chunking.chunk_tokens ({chunking.chunk_tokens}), got {chunking.overlap_tokens}")
         if self.llm.max_tokens >= self.llm.context_window:
             raise ConfigError(f"{s}: key 'llm.max_tokens' must be < llm.context_window "
                               f"({self.llm.context_window}), got {self.llm.max_tokens}")

@@ -80,8 +80,10 @@ LEADING_WORDS = frozenset(  # capitalised only because they open a sentence
     "The A An In On At He She It They His Her Its This That These Those".split())
 
 
-_SUBJECT_END = re.compile(r"\s*[(,;:]|\s+(?:is|was|are|were|has|had|refers|became|served|lived|may)\b|\s+[-\u2013\u2014]\s")
-_LIFE_DATES = re.compile(rf"\s*\(\s*(?:born\b|b\.|n[\u00e9e]e\b|\d{{3,4}}\b|(?:{MONTH_PATTERN})\b|\d{{1,2}}\s+(?:{MONTH_PATTERN})\b)")
+_SUBJECT_END = re.compile(r"\s*[(,;:]|\s+(?:is|was|are|were|has|had|refers|became|served|lived|may)\b"
+                          r"|\s+[-\u2013\u2014]\s")
+_LIFE_DATES = re.compile(rf"\s*\(\s*(?:born\b|b\.|n[\u00e9e]e\b|\d{{3,4}}\b|(?:{MONTH_PATTERN})\b"
+                         rf"|\d{{1,2}}\s+(?:{MONTH_PATTERN})\b)")
 _QUOTES = "\"'\u201c\u201d\u2018\u2019"
 _ARTICLES = frozenset({"The", "A", "An"})
 _NOT_SUBJECTS = (LEADING_WORDS - _ARTICLES) | frozenset(  # words that open a clause, not a name

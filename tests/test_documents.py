@@ -150,6 +150,8 @@ def test_config_takes_a_folder_and_checks_the_chunking(tmp_path):
     assert cfg.retriever.chunking.settings() == ChunkingSettings(chunk_tokens=64)
     with pytest.raises(ConfigError, match="retriever.chunking.chunk_tokens"):
         MultiHopConfig.from_mapping({"retriever": {"chunking": {"chunk_tokens": 2}}})
+    with pytest.raises(ConfigError, match="retriever.chunking.overlap_tokens' must be below half"):
+        MultiHopConfig.from_mapping({"retriever": {"chunking": {"chunk_tokens": 32, "overlap_tokens": 16}}})
     with pytest.raises(ConfigError, match="retriever.corpus.*file or folder"):
         MultiHopConfig.from_mapping({"retriever": {"corpus": str(tmp_path / "missing")}})
 
