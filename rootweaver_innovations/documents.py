@@ -55,6 +55,7 @@ DOCUMENT_TYPES: Mapping[str, str] = {".txt": "text", ".text": "text", ".md": "ma
 INSTALL_HINT = "pip install 'rootweaver[documents]'"
 READING_FILE = Path(__file__).resolve().parent / "data" / "reading_budget.json"
 _READING_SAMPLE = 512  # passages whose mean length stands for the corpus's
+_BLOCK_CHARS = 1 << 16  # text handed to the splitter at once (a section is cut into such blocks)
 _SPLITTER = "langchain-text-splitters RecursiveCharacterTextSplitter"
 # coarsest first: paragraphs, lines, sentence ends, clause marks, words, characters
 _SEPARATORS = (r"\n\s*\n", r"\n", r"(?<=[.!?])\s+", r"(?<=[;:,])\s+", r"\s+", "")
@@ -394,4 +395,16 @@ def _splitter(settings: ChunkingSettings) -> Callable[[str], list[str]]:
     splitter = RecursiveCharacterTextSplitter(
         chunk_size=settings.chunk_tokens, chunk_overlap=settings.overlap_tokens, length_function=counter.count,
         separators=list(_SEPARATORS), is_separator_regex=True, keep_separator="end", strip_whitespace=True)
-    return lambda text: [c for c in splitter.split_text(text) if c.strip()]
+    return lambda text: [c for block in _blocks(text) for c in splitter.split_text(block) if c.strip()]
+
+
+def _blocks(text: str, size: int = _BLOCK_CHARS) -> Iterator[str]:
+    """``text`` in pieces of at most ``size`` characters, each cut after its last paragraph
+    break, else line break, else space (a hard cut only where there is none), so the
+    splitter's memory and time follow the block, not the file (a 50 MB one-line file)."""
+    while len(text) > size:
+        head = text[:size]
+        cut = next((at + len(sep) for sep in ("\n\n", "\n", " ") if (at := head.rfind(sep)) > 0), size)
+        yield text[:cut]
+        text = text[cut:]
+    yield text

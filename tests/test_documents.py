@@ -266,3 +266,14 @@ def test_without_the_extra_a_folder_is_one_line_naming_the_install(monkeypatch, 
     assert main(["ask", "q?", "--corpus", str(DOCS), "--reader", "none"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install 'rootweaver[documents]'" in err
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet="ab \n", max_size=400), st.integers(4, 50))
+def test_long_sections_reach_the_splitter_in_bounded_blocks_that_lose_nothing(text, size):
+    from rootweaver_innovations.documents import _blocks
+
+    blocks = list(_blocks(text, size))
+    assert "".join(blocks) == text and all(len(b) <= size for b in blocks)
+    # a block ends with whitespace unless it is full and has none after its first character
+    assert all(b[-1].isspace() or (len(b) == size and not any(c.isspace() for c in b[1:])) for b in blocks[:-1])
