@@ -58,13 +58,25 @@ class BM25Matrix:
 
     def scores(self, term_ids: Sequence[int], idf: str = "robertson") -> np.ndarray:
         """float32 BM25 score of every passage for the query terms ``term_ids`` (repeats
-        count again), summed in the given order; ``idf`` is ``"robertson"`` or ``"lucene"``."""
+        count again), summed in the given order; ``idf`` is ``"robertson"`` or ``"lucene"``.
+
+        The query's columns, in query order, are one SciPy CSC matrix times a vector of ones:
+        SciPy's matvec adds column after column into one float32 output, which is the
+        summation order above, in one pass over the postings (a third of the time of
+        NumPy's gather-add-scatter per term).
+        """
+        from scipy.sparse import csc_array  # imported on the first query, not by `index build`
+
         data = self.robertson if idf == "robertson" else self.lucene
-        out = np.zeros(self.num_docs, dtype=np.float32)
-        for t in term_ids:
-            start, end = int(self.indptr[t]), int(self.indptr[t + 1])
-            out[self.indices[start:end]] += data[start:end]  # a passage occurs once per column
-        return out
+        spans = [(int(self.indptr[t]), int(self.indptr[t + 1])) for t in term_ids]
+        if not spans:
+            return np.zeros(self.num_docs, dtype=np.float32)
+        ptr = np.zeros(len(spans) + 1, dtype=np.int64)
+        np.cumsum([end - start for start, end in spans], out=ptr[1:])
+        columns = csc_array((np.concatenate([data[a:z] for a, z in spans]),
+                             np.concatenate([self.indices[a:z] for a, z in spans]), ptr),
+                            shape=(self.num_docs, len(spans)), copy=False)
+        return columns @ np.ones(len(spans), dtype=np.float32)
 
 
 def count_chunk(tokens: Sequence[Sequence[str]], vocab: Vocabulary, first_doc: int

@@ -25,14 +25,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 from pathlib import Path
 
 from .corpus import Passage
 from .retrieval import Retriever
-from .text import LEADING_WORDS, STOP_WORDS, WORD, bm25_tokenize, entity_spans
+from .text import bm25_tokenize, entity_spans
+from .titles import Mention, TitleIndex, key_of, title_keys
 
 __all__ = [
     "POLICY_FILE",
@@ -46,11 +48,13 @@ __all__ = [
     "HopSchedule",
     "Mention",
     "Proposal",
+    "Ranking",
     "TitleIndex",
     "comparison_entities",
     "entity_spans",
     "load_hop_policy",
     "plan_bridges",
+    "ranking_of",
     "title_keys",
 ]
 
@@ -63,8 +67,6 @@ REASON_TITLE_LINK = "title linked from hop 1"
 REASON_SPAN = "entity in hop 1"
 REASON_FILL = "question, next best passages"
 
-_PAREN = re.compile(r"\s*\([^)]*\)")
-_ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
 def comparison_entities(question: str) -> tuple[str, str] | None:
     """The two compared entities of "..., X or Y?" / "Are X and Y ...?" questions, else ``None``."""
     question = " ".join(question.split())
@@ -81,99 +83,6 @@ def comparison_entities(question: str) -> tuple[str, str] | None:
         if left and right and m.group(2)[:1].isupper():
             return left[0], right[0]
     return None
-
-
-def _key(text: str) -> str:
-    return " ".join(WORD.findall(text.lower()))
-
-
-def title_keys(title: str) -> tuple[str, ...]:
-    """Normalised keys of a title: whole, without "(qualifier)", before the first comma, and
-    that without a leading article.
-
-    A key needs 4+ characters and a token that is not a stop word.
-    """
-    bare = _PAREN.sub("", title).strip()
-    out = []
-    for variant in (title, bare, bare.split(",")[0], _ARTICLE.sub("", bare.split(",")[0])):
-        key = _key(variant)
-        if len(key) >= 4 and any(t not in STOP_WORDS for t in key.split()) and key not in out:
-            out.append(key)
-    return tuple(out)
-
-
-def _capital(text: str, at: int) -> bool:
-    return text[at].isupper() or text[at].isdigit()
-
-
-def _inside_longer_name(text: str, words: Sequence[re.Match], start: int, end: int) -> bool:
-    """Whether words ``start:end`` are only part of a longer capitalised name: the word
-    right after them, or the one right before them (not "The"), is capitalised with only
-    spaces in between."""
-    if end < len(words) and not text[words[end - 1].end() : words[end].start()].strip() and \
-            _capital(text, words[end].start()):
-        return True
-    if start > 0 and not text[words[start - 1].end() : words[start].start()].strip() and \
-            _capital(text, words[start - 1].start()) and words[start - 1].group(0) not in LEADING_WORDS:
-        return True
-    return False
-
-
-@dataclass(frozen=True, slots=True)
-class Mention:
-    """A title key found in a text: the key and the text's own words for it."""
-
-    key: str
-    surface: str
-
-
-class TitleIndex:
-    """Normalised passage titles -> passages (corpus order), and title mentions in a text."""
-
-    def __init__(self, passages: Sequence[Passage]):
-        pages: dict[str, list[Passage]] = {}
-        for p in passages:
-            for key in title_keys(p.title):
-                pages.setdefault(key, []).append(p)
-        self._pages = {k: tuple(v) for k, v in pages.items()}
-        lengths: dict[str, set[int]] = {}
-        for key in self._pages:
-            tokens = key.split()
-            lengths.setdefault(tokens[0], set()).add(len(tokens))
-        self._lengths = {t: tuple(sorted(ls, reverse=True)) for t, ls in lengths.items()}
-
-    def __len__(self) -> int:
-        return len(self._pages)
-
-    def pages(self, key: str) -> tuple[Passage, ...]:
-        """Passages with a title under normalised ``key`` (empty when none)."""
-        return self._pages.get(key, ())
-
-    def mentions(self, text: str, *, proper_only: bool = True) -> list[Mention]:
-        """Title keys mentioned in ``text``, first occurrence order; matches do not overlap.
-
-        Scanning left to right, the longest key starting at a word is taken and the scan
-        resumes after it.
-
-        With ``proper_only`` a match must start with a capital letter or a digit in ``text``
-        (running prose); questions are matched without it (they are often lower-cased).
-        """
-        words = list(WORD.finditer(text))
-        tokens = [w.group(0).lower() for w in words]
-        found: dict[str, Mention] = {}
-        i = 0
-        while i < len(tokens):
-            lengths = self._lengths.get(tokens[i], ())
-            if proper_only and not _capital(text, words[i].start()):
-                lengths = ()
-            n = next((n for n in lengths if i + n <= len(tokens) and " ".join(tokens[i : i + n]) in self._pages), 0)
-            if n and proper_only and _inside_longer_name(text, words, i, i + n):
-                n = 0
-            if n:
-                key = " ".join(tokens[i : i + n])
-                found.setdefault(key, Mention(key, text[words[i].start() : words[i + n - 1].end()]))
-            i += max(n, 1)
-        return list(found.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +137,41 @@ def load_hop_policy(path: Path = POLICY_FILE) -> HopPolicyParams:
 
 
 @dataclass(frozen=True, slots=True)
+class Ranking:
+    """A retriever's best passages for one query, best first: each one's row in the title
+    index's passages (-1 for one outside them) and its score. :meth:`passage` reads a
+    passage only when asked (from a saved index, reading is most of a search's cost)."""
+
+    rows: tuple[int, ...]
+    scores: tuple[float, ...]
+    read: Callable[[int], Passage]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def passage(self, i: int) -> Passage:
+        """The ``i``-th best passage."""
+        return self.read(i)
+
+    def unseen(self, seen: Container[str], k: int) -> list[Passage]:
+        """The first ``k`` passages whose ids are not in ``seen``, best first (reading no further)."""
+        return list(islice((p for p in map(self.read, range(len(self.rows))) if p.id not in seen), k))
+
+
+def ranking_of(retriever: Retriever, index: TitleIndex, query: str, k: int) -> Ranking:
+    """The :class:`Ranking` of ``retriever.search(query, k)``. A retriever that ranks rows of
+    the title index's own passages (``top_rows``, e.g. a saved index's BM25) reads none;
+    any other is searched and its hits mapped to rows by id."""
+    top_rows = getattr(retriever, "top_rows", None)
+    if top_rows is not None and getattr(retriever, "passages", None) is index.passages:
+        rows, scores = top_rows(query, k)
+        return Ranking(tuple(rows), tuple(scores), lambda i: index.passages[rows[i]])
+    hits = retriever.search(query, k)
+    return Ranking(tuple(index.row_of(h.passage.id) for h in hits), tuple(h.score for h in hits),
+                   lambda i: hits[i].passage)
+
+
+@dataclass(frozen=True, slots=True)
 class Proposal:
     """A next hop: its sub-query, why it was chosen, and the passages its entity names."""
 
@@ -247,14 +191,14 @@ def _query(entity: str, terms: Sequence[str]) -> str:
 def plan_bridges(
     question: str,
     first_hop: Sequence[Passage],
-    ranked: Sequence[Passage],
+    ranking: Ranking,
     retriever: Retriever,
     index: TitleIndex,
     schedule: HopSchedule,
 ) -> list[Proposal]:
     """The ordered bridge sub-queries after the first hop (see the module docstring).
 
-    ``ranked`` is the retriever's ranking for the question (``first_hop`` is its head),
+    ``ranking`` is the retriever's ranking for the question (``first_hop`` is its head),
     ``schedule.link_depth`` deep; it orders the titles the question names.
 
     Title links are read from the first-hop passages and from the passages the compared
@@ -270,7 +214,7 @@ def plan_bridges(
     head: list[Proposal] = []
 
     def entity_proposal(name: str, reason: str) -> None:
-        key = _key(name)
+        key = key_of(name)
         if not key or key in used:
             return
         used.add(key)
@@ -279,25 +223,34 @@ def plan_bridges(
 
     for name in comparison_entities(question) or ():
         entity_proposal(name, REASON_COMPARISON)
-    q_rank = {p.id: r for r, p in enumerate(ranked[: schedule.link_depth])}
+    q_rank: dict[int, int] = {}
+    for r, row in enumerate(ranking.rows[: schedule.link_depth]):
+        q_rank.setdefault(row, r)
+    q_rank.pop(-1, None)
+    depth = min(len(ranking), schedule.link_depth)
     named = [m for m in index.mentions(question, proper_only=False)
              if any(p.id not in seen_ids for p in index.pages(m.key))]
-    named.sort(key=lambda m: min(q_rank.get(p.id, len(q_rank)) for p in index.pages(m.key)))
+    named.sort(key=lambda m: min(q_rank.get(row, depth) for row in index.rows(m.key)))
     for m in named[: schedule.question_links]:
         entity_proposal(m.surface, REASON_QUESTION_ENTITY)
 
     links: dict[str, tuple[float, Proposal]] = {}
     named_pages = [p.pages[0] for p in head if p.pages]  # the passages the head hops will take
     for source in [*first_hop, *named_pages]:
-        hits = retriever.search(_query(question, source.sentences[: schedule.lead_sentences]), schedule.link_depth)
-        score = {h.passage.id: h.score for h in hits}
-        top = hits[0].score if hits and hits[0].score > 0 else 1.0
+        hits = ranking_of(retriever, index, _query(question, source.sentences[: schedule.lead_sentences]),
+                    schedule.link_depth)
+        score = dict(zip(hits.rows, hits.scores))
+        score.pop(-1, None)
+        top = hits.scores[0] if hits.scores and hits.scores[0] > 0 else 1.0
         known = set(bm25_tokenize(source.text))
         for m in index.mentions(source.text):
-            pages = tuple(p for p in index.pages(m.key) if p.id not in seen_ids)
-            if not pages or m.key in used:
+            if m.key in used:
                 continue
-            value = max(score.get(p.id, 0.0) for p in pages) / top
+            unseen = [(row, p) for row in index.rows(m.key) if (p := index.passages[row]).id not in seen_ids]
+            if not unseen:
+                continue
+            pages = tuple(p for _, p in unseen)
+            value = max(score.get(row, 0.0) for row, _ in unseen) / top
             if m.key not in links or value > links[m.key][0]:
                 sub_query = _query(m.surface, _unresolved(q_terms, known))
                 links[m.key] = (value, Proposal(sub_query, REASON_TITLE_LINK, pages))
@@ -310,7 +263,7 @@ def plan_bridges(
             known = set(bm25_tokenize(sentence))
             overlap = len(known.intersection(q_terms))
             for span in entity_spans(sentence):
-                key = _key(span)
+                key = key_of(span)
                 if not bm25_tokenize(span) or span.lower() in q_lower or key in used:
                     continue
                 used.add(key)

@@ -9,12 +9,14 @@ Layout of an index directory (``rootweaver index build CORPUS --out DIR``)::
     DIR/passages/offsets.npy     int64 byte offsets, N + 1
     DIR/bm25/indptr.npy ...      the BM25Matrix arrays (indices, robertson, lucene) and
     DIR/bm25/vocab.json          the terms in column order
+    DIR/titles/*.npy             the loop's title index (:class:`~rootweaver_innovations.titles.TitleArrays`)
 
-Components are named entries of ``manifest["components"]`` (today ``passages`` and
-``bm25``, and for a folder ``chunking``: the chunk settings, document count and skips),
-each with its own files and parameters, so another index the loop needs
-(e.g. a title/entity index) is added as a new component without changing the others;
-:meth:`OpenIndex.component` refuses a missing one with a message saying to rebuild.
+Components are named entries of ``manifest["components"]`` (``passages``, ``bm25``,
+``titles``, and for a folder ``chunking``: the chunk settings, document count and skips),
+each with its own files and parameters, so another index the loop needs is added as a new
+component without changing the others; :meth:`OpenIndex.component` refuses a missing one
+with a message saying to rebuild. An index built before ``titles`` existed still opens:
+the loop then builds its title index from the passages (slow on a large corpus; rebuild).
 
 :func:`open_index` maps every array read-only (worker processes on the same index share
 the pages) and refuses, with one :class:`IndexFormatError` line naming the directory or
@@ -80,6 +82,7 @@ from .documents import (
     passage_record,
 )
 from .retrieval import BM25Retriever, passage_tokens, tokenizer_settings
+from .titles import TITLE_COUNTS, TITLE_DTYPES, TITLE_FILES, TitleArrays, TitleBatch, TitleIndex
 
 __all__ = [
     "FORMAT_VERSION",
@@ -101,7 +104,8 @@ MANIFEST = "manifest.json"
 _PASSAGE_FILES = ("passages/records.jsonl", "passages/offsets.npy")
 _BM25_FILES = ("bm25/indptr.npy", "bm25/indices.npy", "bm25/robertson.npy", "bm25/lucene.npy", "bm25/vocab.json")
 _DTYPES = {"bm25/indptr.npy": np.int64, "bm25/indices.npy": np.int32, "bm25/robertson.npy": np.float32,
-           "bm25/lucene.npy": np.float32, "passages/offsets.npy": np.int64}
+           "bm25/lucene.npy": np.float32, "passages/offsets.npy": np.int64, **TITLE_DTYPES}
+_COMPONENT_FILES = {"passages": _PASSAGE_FILES, "bm25": _BM25_FILES, "titles": TITLE_FILES}
 _TRIPLE = np.dtype([("term", np.int32), ("doc", np.int32), ("tf", np.int32)])
 
 
@@ -199,16 +203,18 @@ class PassageStore(Sequence[Passage]):
 
 @dataclass(frozen=True, slots=True)
 class OpenIndex:
-    """An opened index: its manifest, passages and BM25 matrix (arrays memory-mapped)."""
+    """An opened index: its manifest, passages, BM25 matrix and title index (arrays
+    memory-mapped; ``titles`` is ``None`` for an index built before it had one)."""
 
     path: Path
     manifest: IndexManifest
     passages: PassageStore
     bm25: BM25Matrix
+    titles: TitleIndex | None = None
 
     def retriever(self) -> BM25Retriever:
-        """The ``bm25s``-backend :class:`BM25Retriever` over this index."""
-        return BM25Retriever.from_matrix(self.passages, self.bm25)
+        """The ``bm25s``-backend :class:`BM25Retriever` over this index, carrying its title index."""
+        return BM25Retriever.from_matrix(self.passages, self.bm25, title_index=self.titles)
 
     def component(self, name: str) -> Mapping[str, Any]:
         """The manifest entry of component ``name``; :class:`IndexFormatError` if absent."""
@@ -359,11 +365,12 @@ class _Chunk:
     doc: np.ndarray
     tf: np.ndarray
     lengths: np.ndarray
+    titles: TitleBatch
 
 
 def _parse_chunk(corpus: Path, numbered: list[tuple[int, bytes]]) -> _Chunk:
     """Parse, validate and count one chunk of ``(line number, line)`` (blank lines dropped)."""
-    ids, linenos, lines, tokens = [], [], [], []
+    ids, linenos, lines, tokens, titles = [], [], [], [], []
     for lineno, line in numbered:
         if not line.strip():
             continue
@@ -380,9 +387,10 @@ def _parse_chunk(corpus: Path, numbered: list[tuple[int, bytes]]) -> _Chunk:
         linenos.append(lineno)
         lines.append(line if line.endswith(b"\n") else line + b"\n")
         tokens.append(passage_tokens(p))
+        titles.append(p.title)
     vocab = Vocabulary()
     term, doc, tf, lengths = count_chunk(tokens, vocab, 0)
-    return _Chunk(ids, linenos, lines, list(vocab), term, doc, tf, lengths)
+    return _Chunk(ids, linenos, lines, list(vocab), term, doc, tf, lengths, TitleBatch.from_titles(titles, 0))
 
 
 def _chunks(lines: Iterator[bytes], size: int) -> Iterator[list[tuple[int, bytes]]]:
@@ -395,7 +403,7 @@ def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, worker
            progress: Callable[[BuildProgress], None] | None, max_record_bytes: int) -> IndexManifest:
     start, total = time.perf_counter(), corpus.stat().st_size
     vocab, seen = Vocabulary(), set()
-    offsets, lengths, chunk_nnz = array("q", [0]), array("q"), []
+    offsets, lengths, chunk_nnz, titles = array("q", [0]), array("q"), [], []
     df = np.zeros(0, dtype=np.int64)
     pool = ProcessPoolExecutor(workers, initializer=_worker_init) if workers > 1 else None
     finished = False
@@ -417,6 +425,7 @@ def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, worker
             triples["term"], triples["doc"], triples["tf"] = remap[chunk.term], chunk.doc + len(lengths), chunk.tf
             triples.tofile(spill)
             chunk_nnz.append(len(triples))
+            titles.append(dataclasses.replace(chunk.titles, row=chunk.titles.row + len(lengths)))
             lengths.extend(chunk.lengths.tolist())
             df = np.pad(df, (0, len(vocab) - len(df)))
             df += np.bincount(triples["term"], minlength=len(vocab))
@@ -462,12 +471,16 @@ def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, worker
     (tmp / "triples.tmp").unlink()
     np.save(bm / "indptr.npy", indptr)
     (bm / "vocab.json").write_text(json.dumps(list(vocab), ensure_ascii=False), encoding="utf-8")
-    files = [*_PASSAGE_FILES, *_BM25_FILES]
+    title_arrays = TitleArrays.merge(titles)
+    del titles
+    title_arrays.save(tmp)
+    files = [*_PASSAGE_FILES, *_BM25_FILES, *TITLE_FILES]
     manifest = IndexManifest(
         FORMAT_VERSION, CorpusFingerprint(str(corpus), raw.sha256.hexdigest(), raw.count, n), tokenizer_settings(),
         {"passages": {"files": list(_PASSAGE_FILES), "count": n},
          "bm25": {"files": list(_BM25_FILES), "k1": k1, "b": b, "vocab_size": len(vocab), "nnz": nnz,
-                  "avg_length": float(np.frombuffer(lengths, dtype=np.int64).mean())}},
+                  "avg_length": float(np.frombuffer(lengths, dtype=np.int64).mean())},
+         "titles": {"files": list(TITLE_FILES), **title_arrays.counts()}},
         {f: {"bytes": (tmp / f).stat().st_size, "sha256": _sha256(tmp / f)} for f in files},
     )
     return manifest
@@ -533,16 +546,19 @@ def _manifest_problem(raw: Any) -> str | None:
         return "tokenizer is not an object"
     if not (isinstance(comps, dict) and all(isinstance(c, dict) for c in comps.values())):
         return "components is not an object of objects"
-    for name, expected in (("passages", _PASSAGE_FILES), ("bm25", _BM25_FILES)):
+    for name, expected in _COMPONENT_FILES.items():
         if name in comps and comps[name].get("files") != list(expected):
             return f"component {name!r} files must be {list(expected)}"
+    if "titles" in comps and not all(_is_int(comps["titles"].get(k)) for k in TITLE_COUNTS):
+        return f"component 'titles' needs integers {', '.join(TITLE_COUNTS)}"
     if "passages" in comps and comps["passages"].get("count") != corpus["passages"]:
         return "components.passages.count differs from corpus.passages"
     bm = comps.get("bm25", {})
     if "bm25" in comps and not (_is_int(bm.get("vocab_size")) and _is_int(bm.get("nnz"))
                                 and all(_is_number(bm.get(k)) for k in ("k1", "b", "avg_length"))):
         return "component 'bm25' needs integers vocab_size, nnz and numbers k1, b, avg_length"
-    if not (isinstance(files, dict) and set(files) == {*_PASSAGE_FILES, *_BM25_FILES}
+    needed = {f for name, fs in _COMPONENT_FILES.items() if name in comps for f in fs}
+    if not (isinstance(files, dict) and needed <= set(files) <= {f for fs in _COMPONENT_FILES.values() for f in fs}
             and all(isinstance(f, dict) and set(f) == {"bytes", "sha256"} and _is_int(f["bytes"])
                     and _is_sha(f["sha256"]) for f in files.values())):
         return "files must map every index file to {bytes, sha256}"
@@ -674,7 +690,19 @@ def open_index(path: str | Path, corpus: str | Path | None = None) -> OpenIndex:
     except (OSError, ValueError) as exc:
         raise _damaged(path, "passages/records.jsonl", f"unreadable ({exc})") from None
     matrix = BM25Matrix(vocab, indptr, indices, arrays["robertson"], arrays["lucene"], n)
-    return OpenIndex(path, manifest, passages, matrix)
+    return OpenIndex(path, manifest, passages, matrix, _open_titles(path, manifest, passages))
+
+
+def _open_titles(path: Path, manifest: IndexManifest, passages: PassageStore) -> TitleIndex | None:
+    """The memory-mapped title index, checked like the other arrays (``None`` when the index has none)."""
+    if "titles" not in manifest.components:
+        return None
+    lengths = TitleArrays.file_lengths(manifest.components["titles"])
+    arrays = TitleArrays(*(_load_array(path, rel, n) for rel, n in zip(TITLE_FILES, lengths)))
+    problem = arrays.problem(len(passages))
+    if problem is not None:
+        raise _damaged(path, *problem)
+    return TitleIndex(passages, arrays)
 
 
 def verify_index(path: str | Path) -> IndexManifest:

@@ -26,6 +26,7 @@ from .hops import (
     entity_spans,
     load_hop_policy,
     plan_bridges,
+    ranking_of,
 )
 from .records import Fact, facts_from_passages
 from .retrieval import Retriever
@@ -245,8 +246,9 @@ class MultiHopRAG:
       of hop 1; a hop takes the entity's own titled passage when the title index has it,
       else the best new passage for its sub-query), with the last hop left to fill the
       budget with the question's next best passages. Sizes per budget come from the fitted
-      ``hop_policy``. ``title_index`` defaults to one built over ``retriever.passages``
-      (empty when the retriever exposes none: the loop then follows entity spans only).
+      ``hop_policy``. ``title_index`` defaults to the retriever's own (a saved index's, memory-mapped),
+      else one built over ``retriever.passages`` (empty when the retriever exposes none: the
+      loop then follows entity spans only).
     - ``"coverage"`` (the seed's rule): the decomposer's first sub-query whose key terms
       the facts do not yet cover to ``answerability_threshold``, ``passages_per_hop`` new
       passages per hop.
@@ -289,6 +291,8 @@ class MultiHopRAG:
         if self.stop_rule not in STOP_RULES:
             raise ValueError(f"stop_rule must be one of {STOP_RULES}, got {self.stop_rule!r}")
         if self.title_index is None:
+            self.title_index = getattr(self.retriever, "title_index", None)
+        if self.title_index is None:
             self.title_index = TitleIndex(getattr(self.retriever, "passages", ()))
 
     def _decompose_query(self, question: str, facts: Sequence[Fact]) -> list[str]:
@@ -308,8 +312,7 @@ class MultiHopRAG:
         return None, STOP_NO_NEW_EVIDENCE
 
     def _retrieve_new(self, sub_query: str, seen: set[str], k: int) -> list[Passage]:
-        hits = self.retriever.search(sub_query, k + len(seen))
-        return [h.passage for h in hits if h.passage.id not in seen][:k]
+        return ranking_of(self.retriever, self.title_index, sub_query, k + len(seen)).unseen(seen, k)
 
     def _coverage_hops(self, question: str):
         """The seed's rule: yields ``(sub_query, reason, passages)`` per hop, then the stop reason."""
@@ -335,14 +338,14 @@ class MultiHopRAG:
     def _evidence_hops(self, question: str):
         """The evidence policy: yields ``(sub_query, reason, passages)`` per hop, then the stop reason."""
         schedule = self.hop_policy.for_budget(self.max_passages)
-        ranked = [h.passage for h in self.retriever.search(question, max(schedule.link_depth, self.max_passages))]
-        first = ranked[: min(schedule.first_hop, self.max_passages)]
+        ranking = ranking_of(self.retriever, self.title_index, question, max(schedule.link_depth, self.max_passages))
+        first = [ranking.passage(i) for i in range(min(schedule.first_hop, self.max_passages, len(ranking)))]
         if not first:
             return STOP_NO_NEW_EVIDENCE
         seen = {p.id for p in first}
         yield question, REASON_QUESTION, first
         hops = 1
-        for proposal in plan_bridges(question, first, ranked, self.retriever, self.title_index, schedule):
+        for proposal in plan_bridges(question, first, ranking, self.retriever, self.title_index, schedule):
             if len(seen) >= self.max_passages:
                 return STOP_PASSAGE_BUDGET
             if hops >= self.max_hops - 1:
@@ -357,7 +360,7 @@ class MultiHopRAG:
             return STOP_PASSAGE_BUDGET
         if hops >= self.max_hops:
             return STOP_MAX_HOPS
-        fill = [p for p in ranked if p.id not in seen][: self.max_passages - len(seen)]  # ranked is max_passages deep
+        fill = ranking.unseen(seen, self.max_passages - len(seen))  # the ranking is max_passages deep
         if not fill:
             return STOP_NO_NEW_EVIDENCE
         seen.update(p.id for p in fill)

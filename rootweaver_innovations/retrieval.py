@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from .bm25_matrix import BM25Matrix, build_matrix
 from .corpus import Passage
 from .embeddings import Embedder
 from .text import STOP_WORDS, WORD, bm25_tokenize
+
+if TYPE_CHECKING:
+    from .titles import TitleIndex
 
 __all__ = [
     "BM25Retriever",
@@ -78,7 +81,9 @@ def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:
     if k <= 0:
         return np.empty(0, dtype=np.intp)
     sample = scores[:: max(1, n // (256 * k))]
-    t = np.partition(sample, sample.shape[0] - k)[sample.shape[0] - k]
+    positive = sample[sample > 0]  # NumPy's partition is slow on many equal values (e.g. zeros)
+    pool = positive if positive.shape[0] >= k else sample  # the sample's top k, either way
+    t = np.partition(pool, pool.shape[0] - k)[pool.shape[0] - k]
     cand = np.flatnonzero(scores > t)
     if cand.shape[0] < k:
         cand = np.concatenate((cand, np.flatnonzero(scores == t)[: k - cand.shape[0]]))
@@ -127,6 +132,7 @@ class BM25Retriever:
             raise ValueError("cannot index an empty passage list")
         self.passages: Sequence[Passage] = list(passages)
         self.backend = backend
+        self.title_index: TitleIndex | None = None  # the loop builds one over ``passages`` when it needs it
         self._okapi = None
         if backend == "rank_bm25":
             from rank_bm25 import BM25Okapi
@@ -138,13 +144,16 @@ class BM25Retriever:
             self._matrix = build_matrix((passage_tokens(p) for p in self.passages), k1, b)
 
     @classmethod
-    def from_matrix(cls, passages: Sequence[Passage], matrix: BM25Matrix) -> BM25Retriever:
+    def from_matrix(cls, passages: Sequence[Passage], matrix: BM25Matrix,
+                    title_index: TitleIndex | None = None) -> BM25Retriever:
         """The ``bm25s``-backend retriever over a prebuilt ``matrix`` whose columns index
-        ``passages`` (same length, same order); nothing is copied."""
+        ``passages`` (same length, same order), carrying ``title_index`` (the passages' saved
+        title index, which the loop then uses instead of building one); nothing is copied."""
         if len(passages) != matrix.num_docs:
             raise ValueError(f"{len(passages)} passages for a BM25 matrix of {matrix.num_docs}")
         self = cls.__new__(cls)
         self.passages, self.backend, self._matrix, self._okapi = passages, "bm25s", matrix, None
+        self.title_index = title_index
         return self
 
     def scores(self, query: str) -> np.ndarray:
@@ -154,27 +163,40 @@ class BM25Retriever:
     def _scores(self, query: str) -> np.ndarray:
         """:meth:`scores` in the backend's own dtype (float32 for the matrix: half the
         memory traffic per search, and the same order and values once widened)."""
+        ids, s = self._robertson(query)
+        return s if s.any() else self._lucene(ids, s)
+
+    def _robertson(self, query: str) -> tuple[list[int], np.ndarray]:
+        """The query's term ids and its Robertson-idf scores (all zero: see the class docstring)."""
         vocab = self._matrix.vocab
         q = [t for t in bm25_tokenize(query) if t in vocab]
         if not q:
-            return np.zeros(len(self.passages), dtype=np.float32)
+            return [], np.zeros(len(self.passages), dtype=np.float32)
         ids = [vocab[t] for t in q]
         if self._okapi is not None:
-            s = np.asarray(self._okapi.get_scores(q), dtype=np.float64)
-        else:
-            s = self._matrix.scores(ids, "robertson")
-        if not s.any():  # every term's Robertson idf <= 0: Lucene idf (see the class docstring)
-            s = self._matrix.scores(ids, "lucene")
-        return s
+            return ids, np.asarray(self._okapi.get_scores(q), dtype=np.float64)
+        return ids, self._matrix.scores(ids, "robertson")
 
-    def search(self, query: str, k: int) -> list[ScoredPassage]:
+    def _lucene(self, ids: list[int], robertson: np.ndarray) -> np.ndarray:
+        """The Lucene-idf scores that replace all-zero Robertson ones (no terms: those zeros)."""
+        return self._matrix.scores(ids, "lucene") if ids else robertson
+
+    def top_rows(self, query: str, k: int) -> tuple[list[int], list[float]]:
+        """:meth:`search` without reading any passage: the positions in ``passages`` of the
+        ``k`` best passages with a positive score, and those scores, best first."""
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        s = self._scores(query)
-        if not s.any():
-            return []
-        idx = [i for i in top_k_indices(s, k) if s[i] > 0]
-        return [ScoredPassage(self.passages[i], float(s[i]), r) for r, i in enumerate(idx)]
+        ids, s = self._robertson(query)
+        idx = top_k_indices(s, k)
+        if not s[idx[0]] > 0:  # the best is 0, so all are: the Lucene fallback
+            s = self._lucene(ids, s)
+            idx = top_k_indices(s, k)
+        idx = idx[s[idx] > 0]
+        return idx.tolist(), s[idx].astype(np.float64).tolist()
+
+    def search(self, query: str, k: int) -> list[ScoredPassage]:
+        rows, scores = self.top_rows(query, k)
+        return [ScoredPassage(self.passages[i], s, r) for r, (i, s) in enumerate(zip(rows, scores))]
 
 
 def _passage_text(p: Passage) -> str:

@@ -22,6 +22,7 @@ from rootweaver_innovations.corpus import CorpusError, Passage, load_corpus_json
 from rootweaver_innovations.demo import DEMO_CORPUS
 from rootweaver_innovations.index import IndexFormatError, build_index, open_index
 from rootweaver_innovations.multihop import MultiHopRAG
+from rootweaver_innovations.titles import TITLE_FILES
 from rootweaver_innovations.retrieval import (
     EMPTY_TOKEN,
     BM25Retriever,
@@ -120,7 +121,7 @@ def demo_index(tmp_path_factory) -> Path:
 def test_index_files_do_not_depend_on_chunking_or_workers(demo_index, tmp_path):
     build_index(DEMO_CORPUS, tmp_path / "w2", chunk_size=250, workers=2)
     for name in ("bm25/indptr.npy", "bm25/indices.npy", "bm25/robertson.npy", "bm25/lucene.npy",
-                 "bm25/vocab.json", "passages/records.jsonl", "passages/offsets.npy"):
+                 "bm25/vocab.json", "passages/records.jsonl", "passages/offsets.npy", *TITLE_FILES):
         assert (demo_index / name).read_bytes() == (tmp_path / "w2" / name).read_bytes(), name
 
 
@@ -176,8 +177,8 @@ def test_a_mismatched_index_is_refused(demo_index, tmp_path, edit, msg):
 def test_components_are_named_and_a_missing_one_is_refused(demo_index):
     index = open_index(demo_index)
     assert index.component("bm25")["k1"] == 1.5 and index.component("passages")["count"] == 598
-    with pytest.raises(IndexFormatError, match="no 'titles' component"):
-        index.component("titles")
+    with pytest.raises(IndexFormatError, match="no 'entities' component"):
+        index.component("entities")
 
 
 def test_damaged_files_and_another_corpus_are_refused(demo_index, tmp_path):
@@ -247,7 +248,7 @@ def test_cli_index_build_info_and_ask(tmp_path, capsys):
     assert "598 passages" in capsys.readouterr().out
     assert main(["index", "info", str(out), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["format_version"] == 2 and set(info["components"]) == {"passages", "bm25"}
+    assert info["format_version"] == 2 and set(info["components"]) == {"passages", "bm25", "titles"}
     assert all(size for size in info["file_bytes"].values())
     assert main(["index", "info", str(out)]) == 0
     assert "component bm25" in capsys.readouterr().out

@@ -1,0 +1,133 @@
+"""The title index: array form equals its specification, in memory and saved, for any batching."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rootweaver_innovations import titles as titles_module
+from rootweaver_innovations.corpus import Passage
+from rootweaver_innovations.demo import DEMO_CORPUS
+from rootweaver_innovations.index import IndexFormatError, build_index, open_index
+from rootweaver_innovations.multihop import MultiHopRAG
+from rootweaver_innovations.retrieval import BM25Retriever
+from rootweaver_innovations.titles import (
+    TITLE_FILES,
+    TitleArrays,
+    TitleBatch,
+    TitleHashCollision,
+    TitleIndex,
+    title_keys,
+)
+
+NAMES = ("Ernst", "Mach", "Prague", "Charles", "University", "The", "Who", "of", "Río", "1923", "(film)", ",")
+titles = st.lists(st.sampled_from(NAMES), min_size=1, max_size=4).map(" ".join)
+texts = st.lists(st.sampled_from((*NAMES, "ernst", "mach", "taught", "in", ".")), max_size=25).map(" ".join)
+
+
+def _passages(names: list[str]) -> list[Passage]:
+    return [Passage(f"p{i}", name, (f"{name} text.",)) for i, name in enumerate(names)]
+
+
+def _arrays_equal(a: TitleArrays, b: TitleArrays) -> bool:
+    return all(np.array_equal(x, y) for x, y in zip(a._arrays(), b._arrays()))
+
+
+@given(st.lists(titles, min_size=1, max_size=30), st.lists(texts, max_size=5))
+@settings(max_examples=60, deadline=None)
+def test_pages_are_every_passage_with_the_key_and_mentions_are_keys(names, samples):
+    passages = _passages(names)
+    index = TitleIndex(passages)
+    keys = {k for p in passages for k in title_keys(p.title)}
+    assert len(index) == len(keys)
+    for key in keys:  # the specification: every passage holding the key, in corpus order
+        assert [p.id for p in index.pages(key)] == [p.id for p in passages if key in title_keys(p.title)]
+    for text in samples:
+        for proper in (True, False):
+            found = index.mentions(text, proper_only=proper)
+            assert all(m.key in keys and " ".join(m.surface.lower().split()) for m in found)
+            assert len({m.key for m in found}) == len(found)
+
+
+@given(st.lists(titles, min_size=1, max_size=30), st.lists(st.integers(1, 5), min_size=1, max_size=10))
+@settings(max_examples=60, deadline=None)
+def test_merged_batches_do_not_depend_on_how_the_passages_were_batched(names, cuts):
+    whole = TitleArrays.merge([TitleBatch.from_titles(names, 0)])
+    batches, start = [], 0
+    for size in cuts * len(names):
+        if start >= len(names):
+            break
+        batches.append(TitleBatch.from_titles(names[start : start + size], start))
+        start += size
+    assert _arrays_equal(TitleArrays.merge(batches), whole)
+
+
+def test_an_empty_corpus_and_titles_of_stop_words_have_no_keys():
+    index = TitleIndex(_passages(["doc-1.txt", "It", "The Who"]))
+    assert len(index) == 1 and [p.id for p in index.pages("doc 1 txt")] == ["p0"]
+    assert index.mentions("The Who said it: Doc 1 is here.") == []
+    assert TitleIndex([]).mentions("Ernst Mach") == [] and TitleIndex([]).pages("ernst mach") == ()
+
+
+def test_two_keys_with_one_hash_are_refused_and_a_text_hash_never_matches_a_wrong_key(monkeypatch):
+    monkeypatch.setattr(titles_module, "_hash", lambda text: 7)  # the fault no real 64-bit hash shows here
+    with pytest.raises(TitleHashCollision):
+        TitleArrays.merge([TitleBatch.from_titles(["Ernst Mach", "Charles University"], 0)])
+    index = TitleIndex(_passages(["Ernst Mach"]))
+    assert [m.key for m in index.mentions("Charles University met Ernst Mach")] == ["ernst mach"]
+    assert index.pages("charles university") == ()
+
+
+@pytest.fixture(scope="module")
+def demo_index(tmp_path_factory):
+    out = tmp_path_factory.mktemp("titles") / "demo"
+    build_index(DEMO_CORPUS, out, chunk_size=97)
+    return out
+
+
+def test_the_saved_title_index_is_the_in_memory_one(demo_index, demo_passages):
+    saved, memory = open_index(demo_index).titles, TitleIndex(demo_passages)
+    assert _arrays_equal(saved._a, memory._a)
+    for p in demo_passages[:200]:
+        assert saved.mentions(p.text) == memory.mentions(p.text)
+        for m in saved.mentions(p.text):
+            assert saved.pages(m.key) == memory.pages(m.key)
+
+
+def test_an_index_without_titles_still_answers_the_same(demo_index, tmp_path, golden_questions):
+    old = tmp_path / "old"
+    shutil.copytree(demo_index, old)
+    raw = json.loads((old / "manifest.json").read_text())
+    del raw["components"]["titles"]
+    for rel in TITLE_FILES:
+        del raw["files"][rel]
+    (old / "manifest.json").write_text(json.dumps(raw))
+    shutil.rmtree(old / "titles")
+    assert open_index(old).titles is None
+    a, b = MultiHopRAG(open_index(old).retriever()), MultiHopRAG(open_index(demo_index).retriever())
+    for q in golden_questions[:20]:
+        assert a.multi_hop_search(q.question).trajectory() == b.multi_hop_search(q.question).trajectory()
+
+
+@pytest.mark.parametrize("rel, fill, msg", [
+    ("titles/page_rows.npy", 10_000, "passage rows outside"),
+    ("titles/key_hash.npy", 0, "key hashes not strictly ascending"),
+])
+def test_a_damaged_title_file_is_refused_naming_it(demo_index, tmp_path, rel, fill, msg):
+    copy = tmp_path / "copy"
+    shutil.copytree(demo_index, copy)
+    arr = np.load(copy / rel)
+    arr[:2] = fill
+    np.save(copy / rel, arr)
+    with pytest.raises(IndexFormatError, match=f"{rel}: {msg}"):
+        open_index(copy)
+
+
+def test_a_retriever_without_titles_gets_one_built_by_the_loop(demo_passages):
+    rag = MultiHopRAG(BM25Retriever(demo_passages))
+    assert isinstance(rag.title_index, TitleIndex) and len(rag.title_index) > 0
