@@ -5,12 +5,21 @@ Optional extras: ``flags`` (UnleashClient) for :class:`UnleashFlagProvider`, ``m
 ``rootweaver_capabilities.langchain_adapters`` (not re-exported here), ``llm`` for the
 OpenAI-compatible reader client and ``reader`` for the embedded llama.cpp reader
 (``rootweaver_capabilities.embedded``; both used through ``llm.provider``).
+
+Each name is imported from its submodule on first use (PEP 562), so the command line
+(:mod:`rootweaver_capabilities.cli`) starts without loading the config, numpy or the capability.
 """
 
-from .config import ConfigError, MultiHopConfig
-from .flags import FlagProvider, StaticFlagProvider, UnleashFlagProvider, build_flag_provider
-from .metrics import Metrics
-from .capability import CapabilityContext, MultiHopCapability, RequestContext
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .capability import CapabilityContext, MultiHopCapability, RequestContext
+    from .config import ConfigError, MultiHopConfig
+    from .flags import FlagProvider, StaticFlagProvider, UnleashFlagProvider, build_flag_provider
+    from .metrics import Metrics
 
 __all__ = [
     "CapabilityContext",
@@ -24,3 +33,31 @@ __all__ = [
     "UnleashFlagProvider",
     "build_flag_provider",
 ]
+
+_SUBMODULE = {  # public name -> the submodule defining it
+    "CapabilityContext": "capability",
+    "ConfigError": "config",
+    "FlagProvider": "flags",
+    "Metrics": "metrics",
+    "MultiHopCapability": "capability",
+    "MultiHopConfig": "config",
+    "RequestContext": "capability",
+    "StaticFlagProvider": "flags",
+    "UnleashFlagProvider": "flags",
+    "build_flag_provider": "flags",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its submodule on first use and kept; ``AttributeError``
+    for any other name."""
+    if name not in _SUBMODULE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_SUBMODULE[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The module's attributes with the public names not imported yet."""
+    return sorted({*globals(), *__all__})

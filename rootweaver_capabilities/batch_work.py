@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .batch_base import BatchError
 from .capability import MultiHopCapability, RequestContext
 from .config import MultiHopConfig
 from .result_json import result_record
@@ -16,15 +17,8 @@ from .result_json import result_record
 __all__ = ["BatchError", "BatchInputError", "BatchSummary", "Question", "answer_question", "done_ids", "read_questions"]
 
 
-CHUNK = 8  # questions per task sent to a worker: amortises the per-task overhead (Ray: ~1 ms)
-
-
 class BatchInputError(ValueError):
     """A malformed questions file; the one-line message names ``file:line``."""
-
-
-class BatchError(RuntimeError):
-    """The batch cannot go on (e.g. every Ray actor is gone); answers so far are kept."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,35 +1,41 @@
 """``rootweaver`` command line: ask a multi-hop question, build a corpus index, run the evals.
 
 Exit codes: 0 success, 1 an eval check failed, 2 bad input (one-line message on stderr).
+Building the parser imports only light modules (no numpy, yaml, retrieval, packing or
+capability) and each command imports what it runs, so ``--help`` takes a few times bare
+Python's start (``benchmarks/bench_cli_start.py``).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import shutil
+import json
 import signal
 import sys
 import time
 from collections.abc import Sequence
-from importlib.metadata import entry_points
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rootweaver_innovations.corpus import MAX_RECORD_BYTES, CorpusError
-from rootweaver_innovations.demo import load_questions
-from rootweaver_innovations.documents import ChunkingSettings, SkippedFile, count_by_reason
-from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, strategy_names
+from rootweaver_innovations.defaults import (
+    BUILTIN_STRATEGIES,
+    CHUNK_TOKENS,
+    DEFAULT_BUDGET_TOKENS,
+    DEFAULT_STRATEGY,
+    MAX_RECORD_BYTES,
+    OVERLAP_TOKENS,
+)
 
 from .argtypes import OneLineParser, host_port, positive_int
-from .assembly import build_rag, build_retriever, build_synthesizer
-from .batch import BatchError, add_batch_parser
-from .capability import MultiHopCapability, RequestContext
-from .config import LLMConfig, MultiHopConfig
+from .batch_base import CHUNK, BatchError
 from .interrupts import Interrupted, signals_as_exceptions
-from .reader_clock import TimedSynthesizer, deadline_note, load_reader
-from .result_json import result_record
 from .safe_output import json_text, safe_record, terminal_safe
 from .sphinxql_cli import add_export_parser
+
+if TYPE_CHECKING:
+    from rootweaver_innovations.documents import SkippedFile
+
+    from .config import LLMConfig, MultiHopConfig
 
 COMMANDS_GROUP = "rootweaver.commands"  # entry points adding subcommands (the evals register `eval`)
 
@@ -41,6 +47,8 @@ class UsageError(ValueError):
 
 
 def _demo_question() -> str:
+    from rootweaver_innovations.demo import load_questions
+
     return next(q.question for q in load_questions() if q.type == "bridge")
 
 
@@ -74,6 +82,8 @@ def _print_human(d: dict) -> None:
 def _reader_config(args: argparse.Namespace, llm: LLMConfig) -> LLMConfig:
     """``llm`` with ``--reader`` and its options applied (default reader: local when installed,
     else none with a note on stderr saying how to get the reader)."""
+    import dataclasses
+
     from .reader_models import INSTALL_HINT, reader_installed
 
     reader = args.reader
@@ -100,6 +110,10 @@ def _reader_config(args: argparse.Namespace, llm: LLMConfig) -> LLMConfig:
 
 def _ask_config(args: argparse.Namespace) -> MultiHopConfig:
     """The default config with the command line's options applied (validated again)."""
+    import dataclasses
+
+    from .config import MultiHopConfig
+
     if args.corpus is not None and not args.corpus.exists():
         raise UsageError(f"--corpus {args.corpus}: file or folder not found")
     base = MultiHopConfig(source="command line")
@@ -123,6 +137,10 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         raise UsageError("the question is empty")
     if args.config is not None:  # --config: the capability answers, as in `batch` and `serve`
         return _ask_configured(args, question)
+    from .assembly import build_rag, build_retriever, build_synthesizer
+    from .reader_clock import TimedSynthesizer, deadline_note, load_reader
+    from .result_json import result_record
+
     config = _ask_config(args)
     skips = _SkipReport()
     retriever = build_retriever(config.retriever, skips)  # a bad corpus or index is refused before the reader is loaded
@@ -157,6 +175,8 @@ class _SkipReport:
               f"{terminal_safe(skipped.reason, one_line=True)}", file=sys.stderr)
 
     def summary(self, what: str) -> None:
+        from rootweaver_innovations.documents import count_by_reason
+
         counts = ", ".join(f"{n} {terminal_safe(reason, one_line=True)}"
                            for reason, n in count_by_reason(self.skipped).items())
         print(f"rootweaver: {terminal_safe(what, one_line=True)}; skipped {len(self.skipped)} file(s): {counts}",
@@ -164,9 +184,9 @@ class _SkipReport:
 
 
 def _chunking_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--chunk-tokens", type=positive_int, default=ChunkingSettings().chunk_tokens,
+    parser.add_argument("--chunk-tokens", type=positive_int, default=CHUNK_TOKENS,
                         help="a folder corpus: largest chunk in reader tokens (default %(default)s)")
-    parser.add_argument("--overlap-tokens", type=int, default=ChunkingSettings().overlap_tokens,
+    parser.add_argument("--overlap-tokens", type=int, default=OVERLAP_TOKENS,
                         help="a folder corpus: tokens a chunk repeats from the previous one (default %(default)s)")
 
 
@@ -174,6 +194,7 @@ def _ask_configured(args: argparse.Namespace, question: str) -> int:
     """``ask --config FILE``: the YAML decides retriever, loop, compaction and reader, so the
     options that would also decide them are refused; the record is ``batch``'s."""
     from .batch import answer_question, load_config
+    from .capability import MultiHopCapability
 
     given = [f"--{k.replace('_', '-')}" for k, v in vars(args).items()
              if k in _CONFIGURED_BY_FILE and v != _ASK_DEFAULTS[k]]
@@ -209,6 +230,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return 0
     if args.workers != 1:
         raise UsageError("--workers needs --http")
+    from .assembly import build_synthesizer
+    from .capability import MultiHopCapability, RequestContext
+    from .config import MultiHopConfig
     from .metrics import Metrics
 
     config = MultiHopConfig.from_yaml(args.config)
@@ -235,6 +259,23 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_batch(args: argparse.Namespace) -> int:
+    """Run the batch; exit 0 when every question is answered, 1 when some failed (rerun to retry)."""
+    from .batch import BatchInputError, load_config, run_batch
+
+    if args.ray is not None and args.ray != "auto" and ":" not in args.ray:
+        raise BatchInputError(f"--ray must be 'auto' or HOST:PORT of a Ray cluster, got {args.ray!r}")
+    config = load_config(args.config)
+    s = run_batch(args.questions, args.out, config, workers=args.workers, ray_address=args.ray, chunk=args.chunk,
+                  show_progress=not args.quiet)
+    lost = f", {s.lost_workers} worker(s) lost, {s.resubmitted} chunk(s) resubmitted" if s.lost_workers else ""
+    nodes = f"; per Ray node: {json.dumps(s.per_node)}" if s.per_node else ""
+    first = f" (first answer after {s.first_answer_s:.1f} s)" if s.first_answer_s is not None else ""
+    print(f"rootweaver batch: {s.answered} answered, {s.skipped} already in {args.out}, {len(s.failed)} failed "
+          f"in {s.seconds:.1f} s{first}{lost}{nodes}", file=sys.stderr)
+    return 1 if s.failed else 0
+
+
 def _cmd_mcp(args: argparse.Namespace) -> int:
     """Serve the MCP tool over stdio (the default) or streamable HTTP until stopped."""
     from .mcp_server import run
@@ -245,10 +286,12 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
 
 def _cmd_index_build(args: argparse.Namespace) -> int:
     """Build an index; progress on stderr (one rewritten line on a terminal), summary on stdout."""
+    import shutil
+
+    from rootweaver_innovations.documents import ChunkingSettings
     from rootweaver_innovations.index import build_index
 
     tty, last = sys.stderr.isatty(), [0.0]
-    latch = None
 
     def progress(p) -> None:
         latch.check()  # after every chunk: a SIGTERM / SIGINT unwinds the build from here
@@ -317,7 +360,9 @@ def _cmd_index_info(args: argparse.Namespace) -> int:
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line; plug-in commands (entry points in :data:`COMMANDS_GROUP`) are listed,
-    and the one named ``command`` adds its own parser (so only a command that runs is imported)."""
+    and the one named ``command`` adds its own parser (so only a command that runs is imported).
+    When ``command`` is a built-in one, the plug-ins are not looked up: finding entry points
+    costs more than the rest of the start, and only the top-level help and errors name them."""
     p = OneLineParser(prog="rootweaver", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     ask = sub.add_parser("ask", help="answer a question over a corpus (bundled demo corpus by default)")
@@ -326,7 +371,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                      "(.txt, .md, .html, .pdf; default: the bundled demo corpus); with --index: the JSONL file "
                      "the index must have been built from")
     ask.add_argument("--index", type=Path, help="index directory from `rootweaver index build`, memory-mapped")
-    ask.add_argument("--compaction", choices=("off", *strategy_names()), default=DEFAULT_STRATEGY,
+    ask.add_argument("--compaction", choices=("off", *BUILTIN_STRATEGIES), default=DEFAULT_STRATEGY,
                      help=f"synth-context compaction (default {DEFAULT_STRATEGY}); off = the full context")
     size = ask.add_mutually_exclusive_group()
     size.add_argument("--max-tokens", type=positive_int, default=DEFAULT_BUDGET_TOKENS,
@@ -352,7 +397,19 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                      "loop, compaction and reader instead of the options above")
     ask.set_defaults(func=_cmd_ask)
     _ASK_DEFAULTS.update({k: ask.get_default(k) for k in _CONFIGURED_BY_FILE})
-    add_batch_parser(sub, positive_int)
+    b = sub.add_parser("batch", help="answer a JSONL file of {id, question} into a JSONL file (resumable; "
+                       "local processes or a Ray cluster)")
+    b.add_argument("questions", type=Path, help="JSONL: one {\"id\": ..., \"question\": ...} per line")
+    b.add_argument("--out", type=Path, required=True, help="JSONL of answers, appended; ids already there are skipped")
+    b.add_argument("--config", type=Path, help="the capability YAML (as `serve --config`); default: every default")
+    b.add_argument("--workers", type=positive_int, default=1,
+                   help="local worker processes (default 1: this process); with --ray: actors (default: one per CPU)")
+    b.add_argument("--ray", metavar="auto|ADDRESS", help="run on a Ray cluster: auto (the running one) or HOST:PORT")
+    b.add_argument("--chunk", type=positive_int, default=CHUNK,
+                   help=f"questions per task sent to a worker (default {CHUNK}; larger amortises Ray's per-task cost, "
+                        "smaller loses less work with a node)")
+    b.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    b.set_defaults(func=_cmd_batch)
     serve = sub.add_parser("serve", help="answer questions over HTTP (--http) or from stdin (the default)")
     mode = serve.add_mutually_exclusive_group()
     mode.add_argument("--http", type=host_port, metavar="[HOST:]PORT",
@@ -388,6 +445,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     verify.add_argument("dir", type=Path)
     verify.set_defaults(func=_cmd_index_verify)
     add_export_parser(isub)
+    if command in sub.choices:
+        return p
+    from importlib.metadata import entry_points
+
     for ep in entry_points(group=COMMANDS_GROUP):  # loaded only when that command runs
         if ep.name == command:
             ep.load()(sub)
@@ -411,7 +472,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Interrupted as exc:
         print(f"rootweaver: {exc}", file=sys.stderr)
         return 128 + exc.signum
-    except (UsageError, CorpusError, ValueError, OSError, BatchError) as exc:
+    except (UsageError, ValueError, OSError, BatchError) as exc:  # a CorpusError is a ValueError
         print(f"rootweaver: error: {terminal_safe(str(exc), one_line=True)}", file=sys.stderr)
         return 2
 

@@ -2,19 +2,27 @@
 
 The names below are the supported surface; the packer lives in
 :mod:`rootweaver_innovations.packing`, diagnostics in :mod:`rootweaver_innovations.diagnostics`.
+Each name is imported from its submodule on first use (PEP 562), so importing one light
+submodule (e.g. :mod:`~rootweaver_innovations.corpus`) does not load numpy or the packers.
 """
 
-from .answer_rules import register_answer_rule
-from .budget import Budget
-from .compaction import CompactionRequest, CompactionResult, DroppedFact
-from .context_format import SynthContext
-from .corpus import CorpusError, Passage, QARow, load_corpus_jsonl, load_qa_rows
-from .extractive import extractive_answer
-from .multihop import Answer, Hop, MultiHopRAG, MultiHopResult, RuleDecomposer
-from .records import Fact, facts_from_passages
-from .retrieval import BM25Retriever, DenseRetriever, HybridRetriever, Retriever, ScoredPassage
-from .text import STOP_WORDS, reasoning_key_terms
-from .strategies import DEFAULT_STRATEGY, Compactor, make_compactor, register_strategy, strategy_names
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .answer_rules import register_answer_rule
+    from .budget import Budget
+    from .compaction import CompactionRequest, CompactionResult, DroppedFact
+    from .context_format import SynthContext
+    from .corpus import CorpusError, Passage, QARow, load_corpus_jsonl, load_qa_rows
+    from .extractive import extractive_answer
+    from .multihop import Answer, Hop, MultiHopRAG, MultiHopResult, RuleDecomposer
+    from .records import Fact, facts_from_passages
+    from .retrieval import BM25Retriever, DenseRetriever, HybridRetriever, Retriever, ScoredPassage
+    from .strategies import DEFAULT_STRATEGY, Compactor, make_compactor, register_strategy, strategy_names
+    from .text import STOP_WORDS, reasoning_key_terms
 
 __all__ = [
     "DEFAULT_STRATEGY",
@@ -49,3 +57,52 @@ __all__ = [
     "register_strategy",
     "strategy_names",
 ]
+
+_SUBMODULE = {  # public name -> the submodule defining it
+    "DEFAULT_STRATEGY": "strategies",
+    "STOP_WORDS": "text",
+    "Answer": "multihop",
+    "BM25Retriever": "retrieval",
+    "Budget": "budget",
+    "CompactionRequest": "compaction",
+    "CompactionResult": "compaction",
+    "Compactor": "strategies",
+    "CorpusError": "corpus",
+    "DenseRetriever": "retrieval",
+    "DroppedFact": "compaction",
+    "Fact": "records",
+    "Hop": "multihop",
+    "HybridRetriever": "retrieval",
+    "MultiHopRAG": "multihop",
+    "MultiHopResult": "multihop",
+    "Passage": "corpus",
+    "QARow": "corpus",
+    "Retriever": "retrieval",
+    "RuleDecomposer": "multihop",
+    "ScoredPassage": "retrieval",
+    "SynthContext": "context_format",
+    "extractive_answer": "extractive",
+    "facts_from_passages": "records",
+    "load_corpus_jsonl": "corpus",
+    "load_qa_rows": "corpus",
+    "make_compactor": "strategies",
+    "reasoning_key_terms": "text",
+    "register_answer_rule": "answer_rules",
+    "register_strategy": "strategies",
+    "strategy_names": "strategies",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its submodule on first use and kept; ``AttributeError``
+    for any other name."""
+    if name not in _SUBMODULE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_SUBMODULE[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The module's attributes with the public names not imported yet."""
+    return sorted({*globals(), *__all__})

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .defaults import MAX_RECORD_BYTES
+
 __all__ = [
     "MAX_RECORD_BYTES",
     "CorpusError",
@@ -32,9 +34,6 @@ __all__ = [
     "read_jsonl",
     "split_sentences",
 ]
-
-
-MAX_RECORD_BYTES = 1 << 20  # the default per-record (per-line) limit: 1 MiB
 
 
 class CorpusError(ValueError):

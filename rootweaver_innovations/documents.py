@@ -45,6 +45,7 @@ from typing import Any
 
 from .budget import default_token_counter
 from .corpus import CorpusError, Passage, Source, split_sentences
+from .defaults import CHUNK_TOKENS, OVERLAP_TOKENS
 from .text import lead_subject
 
 __all__ = ["DOCUMENT_TYPES", "READING_FILE", "ChunkingSettings", "DocumentScan", "ReadingBudget", "SkippedFile",
@@ -67,8 +68,8 @@ class ChunkingSettings:
     ``overlap_tokens`` (0 <= overlap < chunk / 2) repeat the end of the previous chunk; a file
     (decompressed) over ``max_file_bytes`` is skipped with its reason. ``ValueError`` otherwise."""
 
-    chunk_tokens: int = 128
-    overlap_tokens: int = 16
+    chunk_tokens: int = CHUNK_TOKENS
+    overlap_tokens: int = OVERLAP_TOKENS
     max_file_bytes: int = 64 << 20
 
     def __post_init__(self) -> None:

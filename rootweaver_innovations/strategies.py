@@ -5,7 +5,9 @@ module and one :func:`register_strategy` call, then its name in the config
 (``compaction.strategy``). The built-ins: ``line``
 (:class:`~rootweaver_innovations.compaction.LineCompactor`, ADR-077), and the packing policies ``submodular`` and ``evidence``
 (:class:`~rootweaver_innovations.packing.compactor.PackingCompactor`). :data:`DEFAULT_STRATEGY`
-is the one that keeps the most answers on the product path (``docs/results.md``).
+is the one that keeps the most answers on the product path (``docs/results.md``). The
+built-ins' names and the defaults live in :mod:`~rootweaver_innovations.defaults`, which the
+command line's parser reads without loading the packers.
 
 Every compactor :func:`make_compactor` returns is behind an input cap (:class:`InputCap`): a
 request whose rendered full context is over ``max_input_chars`` characters or
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .compaction import CompactionRequest, CompactionResult, LineCompactor
+from .defaults import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, LINE_STRATEGY, PACKING_STRATEGIES
 from .packing.compactor import PackingCompactor
 from .registry import register
 
@@ -85,8 +88,6 @@ class InputCap:
 
 
 STRATEGIES: dict[str, Callable[[], Compactor]] = {}
-DEFAULT_STRATEGY = "evidence"
-DEFAULT_BUDGET_TOKENS = 160  # reader tokens: on 80 even-half HotpotQA questions the 1.5B reader scores F1 .605 here vs .610 at 256, ~20% faster
 
 
 def register_strategy(name: str, factory: Callable[[], Compactor]) -> None:
@@ -110,6 +111,6 @@ def make_compactor(
     return InputCap(factory(), max_input_chars, max_input_lines)
 
 
-register_strategy("line", LineCompactor)
-register_strategy("submodular", functools.partial(PackingCompactor, policy="submodular"))
-register_strategy("evidence", functools.partial(PackingCompactor, policy="evidence"))
+register_strategy(LINE_STRATEGY, LineCompactor)
+for _policy in PACKING_STRATEGIES:
+    register_strategy(_policy, functools.partial(PackingCompactor, policy=_policy))

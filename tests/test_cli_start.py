@@ -1,0 +1,41 @@
+"""The command line starts cheap: building its parser and printing its help load no numpy,
+yaml or retrieval code, and both packages load their public names on first use (PEP 562)."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("numpy", "yaml", "rootweaver_innovations.retrieval")
+
+_HELP_THEN_MODULES = """
+import contextlib, io, sys
+from rootweaver_capabilities.cli import build_parser, main
+
+build_parser().format_help()
+for argv in (["--help"], ["ask", "--help"], ["index", "build", "--help"], ["batch", "--help"]):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+        main(argv)
+print(" ".join(sys.modules))
+"""
+
+
+def test_parser_and_help_load_no_heavy_module():
+    out = subprocess.run([sys.executable, "-c", _HELP_THEN_MODULES], capture_output=True, text=True, check=True)
+    loaded = set(out.stdout.split())
+    assert "rootweaver_capabilities.cli" in loaded
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+@pytest.mark.parametrize("package", ["rootweaver_innovations", "rootweaver_capabilities"])
+def test_every_public_name_resolves_lazily(package):
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        assert module.__getattr__(name) is getattr(module, name), name
+        assert name in dir(module)
+    with pytest.raises(AttributeError, match="no_such_name"):
+        module.__getattr__("no_such_name")
+    assert not hasattr(module, "no_such_name")
