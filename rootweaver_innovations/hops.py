@@ -237,23 +237,21 @@ def plan_bridges(
     links: dict[str, tuple[float, Proposal]] = {}
     named_pages = [p.pages[0] for p in head if p.pages]  # the passages the head hops will take
     for source in [*first_hop, *named_pages]:
+        linked = [(m, unseen) for m in index.mentions(source.text) if m.key not in used
+                  and (unseen := [(row, p) for row in index.rows(m.key) if (p := index.passages[row]).id not in seen_ids])]
+        if not linked:  # nothing to score: no link query
+            continue
         hits = ranking_of(retriever, index, _query(question, source.sentences[: schedule.lead_sentences]),
-                    schedule.link_depth)
+                          schedule.link_depth)
         score = dict(zip(hits.rows, hits.scores))
         score.pop(-1, None)
         top = hits.scores[0] if hits.scores and hits.scores[0] > 0 else 1.0
         known = set(bm25_tokenize(source.text))
-        for m in index.mentions(source.text):
-            if m.key in used:
-                continue
-            unseen = [(row, p) for row in index.rows(m.key) if (p := index.passages[row]).id not in seen_ids]
-            if not unseen:
-                continue
-            pages = tuple(p for _, p in unseen)
+        for m, unseen in linked:
             value = max(score.get(row, 0.0) for row, _ in unseen) / top
             if m.key not in links or value > links[m.key][0]:
                 sub_query = _query(m.surface, _unresolved(q_terms, known))
-                links[m.key] = (value, Proposal(sub_query, REASON_TITLE_LINK, pages))
+                links[m.key] = (value, Proposal(sub_query, REASON_TITLE_LINK, tuple(p for _, p in unseen)))
     ranked_links = [p for _, p in sorted(links.values(), key=lambda vp: -vp[0])]  # stable: first mention wins ties
     used.update(links)
 
