@@ -23,7 +23,9 @@ peak RSS is that step's own:
 - the first answer a user waits for: ``rootweaver ask --index DIR --reader none --json``
   of a golden question from a cold process (wall time and peak RSS, median of
   ``--cold-runs``), beside the same command over the bundled demo corpus (``ask`` with no
-  ``--index``), measured in the same minutes as the baseline.
+  ``--index``), measured in the same minutes as the baseline; and the same first answer
+  again with ``--busy`` CPU-bound processes running beside it (default 2: a user's
+  machine is rarely idle).
 
 The loop's ms per question covers all of ``multi_hop_search``: the question's search, the
 title-link queries of the bridge plan, the hop searches and the passages read.
@@ -234,7 +236,18 @@ def _median_cold(runs: int, *args: str) -> dict:
     return {"s": statistics.median(walls), "peak_mb": max(peaks)}
 
 
-def run(n: int, memory: bool, keep: bool, workers: int, cold_runs: int) -> dict:
+def _busy_cold(busy: int, runs: int, *args: str) -> dict:
+    """:func:`_median_cold` with ``busy`` busy-loop processes beside it (stopped by PID after)."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
+    try:
+        return _median_cold(runs, *args)
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+
+
+def run(n: int, memory: bool, keep: bool, workers: int, cold_runs: int, busy: int) -> dict:
     corpus = make_corpus(n)
     out = CACHE / f"index-{n}"
     shutil.rmtree(out, ignore_errors=True)
@@ -242,7 +255,8 @@ def run(n: int, memory: bool, keep: bool, workers: int, cold_runs: int) -> dict:
     p = _start("build", str(corpus), str(out), str(workers))
     build = _result(p)
     p.wait()
-    cold = {"index": _median_cold(cold_runs, "--index", str(out)), "demo": _median_cold(cold_runs)}
+    cold = {"index": _median_cold(cold_runs, "--index", str(out)), "demo": _median_cold(cold_runs),
+            "busy": _busy_cold(busy, cold_runs, "--index", str(out))}
     w1 = _start("worker", str(out), "--hold")
     r1 = _result(w1)
     w2 = _start("worker", str(out), "--hold")
@@ -267,7 +281,7 @@ def run(n: int, memory: bool, keep: bool, workers: int, cold_runs: int) -> dict:
 def table(rows: list[dict]) -> str:
     """Markdown table; times are wall (CPU) so a loaded machine's queueing is visible."""
     head = ("| passages | terms | load avg | index build s | build peak RSS MB | first answer s (peak RSS MB) | "
-            "demo corpus first answer s | open s | RSS answering MB | "
+            "with busy processes s | demo corpus first answer s | open s | RSS answering MB | "
             "2nd worker adds MB | loop ms/q | search ms | in-memory build s | in-memory peak RSS MB | "
             "in-memory loop ms/q | in-memory search ms | trajectories = in-memory (60 q) |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
@@ -278,7 +292,8 @@ def table(rows: list[dict]) -> str:
                f"{'yes' if r['same_memory'] else 'NO'}") if m else "not run | | | | not run"
         lines.append(f"| {r['n']:,} | {b['vocab']:,} | {r['load']:.1f} | {b['build_s']:.1f} ({b['cpu_s']:.1f}) | "
                      f"{b['peak_mb']:,.0f} | {r['cold']['index']['s']:.2f} ({r['cold']['index']['peak_mb']:,.0f}) | "
-                     f"{r['cold']['demo']['s']:.2f} | {w1['open_s']:.2f} | {w1['rss_mb']:,.0f} | {w2['private_mb']:,.0f} | "
+                     f"{r['cold']['busy']['s']:.2f} | {r['cold']['demo']['s']:.2f} | {w1['open_s']:.2f} | "
+                     f"{w1['rss_mb']:,.0f} | {w2['private_mb']:,.0f} | "
                      f"{w1['loop_ms']:.2f} ({w1['loop_cpu_ms']:.2f}) | {w1['search_ms']:.2f} "
                      f"({w1['search_cpu_ms']:.2f}) | {mem} |")
     return "\n".join(lines)
@@ -292,10 +307,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the built indexes under .cache/bench-index")
     ap.add_argument("--workers", type=int, default=2, help="build processes (rootweaver index build --workers)")
     ap.add_argument("--cold-runs", type=int, default=3, help="cold `rootweaver ask` processes per figure (median)")
+    ap.add_argument("--busy", type=int, default=2, help="busy-loop processes beside the busy first-answer figure")
     args = ap.parse_args(argv)
     rows = []
     for n in args.sizes:
-        r = run(n, n <= args.skip_memory_above, args.keep, args.workers, args.cold_runs)
+        r = run(n, n <= args.skip_memory_above, args.keep, args.workers, args.cold_runs, args.busy)
         rows.append(r)
         print(json.dumps({k: v for k, v in r.items() if k in ("n", "same_workers", "same_memory")}
                          | {"build": r["build"], "cold": r["cold"],

@@ -71,8 +71,8 @@ class BM25Matrix:
         spans = [(int(self.indptr[t]), int(self.indptr[t + 1])) for t in term_ids]
         if not spans:
             return np.zeros(self.num_docs, dtype=np.float32)
-        ptr = np.zeros(len(spans) + 1, dtype=np.int64)
-        np.cumsum([end - start for start, end in spans], out=ptr[1:])
+        ptr = np.cumsum([0, *(end - start for start, end in spans)])
+        ptr = ptr.astype(np.int32 if ptr[-1] < 2**31 else np.int64)  # SciPy copies int32 indices to a wider ptr's dtype
         columns = csc_array((np.concatenate([data[a:z] for a, z in spans]),
                              np.concatenate([self.indices[a:z] for a, z in spans]), ptr),
                             shape=(self.num_docs, len(spans)), copy=False)

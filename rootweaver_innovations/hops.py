@@ -237,8 +237,8 @@ def plan_bridges(
     links: dict[str, tuple[float, Proposal]] = {}
     named_pages = [p.pages[0] for p in head if p.pages]  # the passages the head hops will take
     for source in [*first_hop, *named_pages]:
-        linked = [(m, unseen) for m in index.mentions(source.text) if m.key not in used
-                  and (unseen := [(row, p) for row in index.rows(m.key) if (p := index.passages[row]).id not in seen_ids])]
+        linked = [(m, unseen) for m in index.mentions(source.text) if m.key not in used and
+                  (unseen := [(row, p) for row in index.rows(m.key) if (p := index.passages[row]).id not in seen_ids])]
         if not linked:  # nothing to score: no link query
             continue
         hits = ranking_of(retriever, index, _query(question, source.sentences[: schedule.lead_sentences]),

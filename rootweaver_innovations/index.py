@@ -610,8 +610,14 @@ def _sha256(corpus: Path) -> str:
 _BLOCK = 1 << 22  # elements per block of the range checks (bounded temporaries on large arrays)
 
 
-def _all_blocks(arr: np.ndarray, ok: Callable[[np.ndarray], bool]) -> bool:
-    return all(ok(arr[i:i + _BLOCK]) for i in range(0, len(arr), _BLOCK))
+def _all_blocks(file: Path, arr: np.ndarray, ok: Callable[[np.ndarray], bool]) -> bool:
+    """Whether ``ok`` holds for every block of the ``.npy`` ``file`` whose mapping is ``arr``.
+    The blocks are read from the file, not from the mapping: a check of the whole array then
+    leaves none of it in this process's resident memory (only queries bring pages in)."""
+    with open(file, "rb") as fh:
+        fh.seek(file.stat().st_size - arr.nbytes)  # a .npy file is its header, then the data
+        return all(ok(np.fromfile(fh, dtype=arr.dtype, count=min(_BLOCK, len(arr) - i)))
+                   for i in range(0, len(arr), _BLOCK))
 
 
 def _load_array(path: Path, rel: str, length: int) -> np.ndarray:
@@ -668,10 +674,11 @@ def open_index(path: str | Path, corpus: str | Path | None = None) -> OpenIndex:
     indptr, indices = arrays["indptr"], arrays["indices"]
     if indptr[0] != 0 or indptr[-1] != nnz or not bool((np.diff(indptr) >= 0).all()):
         raise _damaged(path, "bm25/indptr.npy", f"not a column pointer (must rise from 0 to nnz {nnz:,})")
-    if not _all_blocks(indices, lambda a: a.size == 0 or (int(a.min()) >= 0 and int(a.max()) < n)):
+    if not _all_blocks(path / "bm25" / "indices.npy", indices,
+                       lambda a: a.size == 0 or (int(a.min()) >= 0 and int(a.max()) < n)):
         raise _damaged(path, "bm25/indices.npy", f"passage ids outside [0, {n:,})")
     for name in IDFS:
-        if not _all_blocks(arrays[name], lambda a: bool(np.isfinite(a).all())):
+        if not _all_blocks(path / "bm25" / f"{name}.npy", arrays[name], lambda a: bool(np.isfinite(a).all())):
             raise _damaged(path, f"bm25/{name}.npy", "non-finite scores (NaN or infinity)")
     records = path / "passages" / "records.jsonl"
     if offsets[0] != 0 or int(offsets[-1]) != records.stat().st_size or not bool((np.diff(offsets) > 0).all()):

@@ -144,35 +144,37 @@ class TitleArrays:
 
     @classmethod
     def merge(cls, batches: Sequence[TitleBatch]) -> TitleArrays:
-        """The arrays of ``batches`` (in passage order); :class:`TitleHashCollision` when two
-        different keys share a hash."""
+        """The arrays of ``batches`` (in passage order); :class:`TitleHashCollision`, naming
+        both keys, when two different keys share a hash."""
         def cat(name: str, dtype: type) -> np.ndarray:
-            return np.concatenate([getattr(b, name) for b in batches]) if batches else np.zeros(0, dtype)
+            return np.concatenate([getattr(b, name) for b in batches] or [np.zeros(0, dtype)])
 
         key_hash, row = cat("key_hash", np.uint64), cat("row", np.int32)
-        order = np.argsort(key_hash, kind="stable")  # rows stay ascending within a key
         keys, counts = np.unique(key_hash, return_counts=True)
         page_indptr = np.zeros(len(keys) + 1, dtype=np.int64)
         np.cumsum(counts, out=page_indptr[1:])
-        u_hash, u_crc = cat("unique_hash", np.uint64), cat("unique_crc", np.uint32)
-        starts = np.concatenate([b.offsets[:-1] + shift for b, shift in
-                                 zip(batches, np.cumsum([0, *(len(b.text) for b in batches[:-1])]))]) \
-            if batches else np.zeros(0, np.int64)
-        lengths = np.concatenate([np.diff(b.offsets) for b in batches]) if batches else np.zeros(0, np.int64)
-        u_order = np.argsort(u_hash, kind="stable")
-        first = u_order[np.r_[True, u_hash[u_order][1:] != u_hash[u_order][:-1]]] if len(u_order) else u_order
-        same = u_hash[u_order][1:] == u_hash[u_order][:-1]
-        if (same & ((u_crc[u_order][1:] != u_crc[u_order][:-1])
-                    | (lengths[u_order][1:] != lengths[u_order][:-1]))).any():
-            raise TitleHashCollision("two title keys share a 64-bit hash; rebuild with a changed title")
+        # each batch lists its distinct keys; a key in several batches is kept once
         text = cat("text", np.uint8)
+        shifts = np.cumsum([0, *(len(b.text) for b in batches)])
+        starts = np.concatenate([b.offsets[:-1] + shift for b, shift in zip(batches, shifts)]
+                                or [np.zeros(0, np.int64)])
+        lengths = np.concatenate([np.diff(b.offsets) for b in batches] or [np.zeros(0, np.int64)])
+        u_hash, u_crc = cat("unique_hash", np.uint64), cat("unique_crc", np.uint32)
+        order = np.argsort(u_hash, kind="stable")
+        repeat = u_hash[order][1:] == u_hash[order][:-1]
+        clash = np.flatnonzero(repeat & ((u_crc[order][1:] != u_crc[order][:-1])
+                                         | (lengths[order][1:] != lengths[order][:-1])))
+        if clash.size:
+            a, z = order[clash[0]], order[clash[0] + 1]
+            names = [bytes(text[starts[i] : starts[i] + lengths[i]]).decode() for i in (a, z)]
+            raise TitleHashCollision(f"title keys {names[0]!r} and {names[1]!r} share a 64-bit hash")
+        first = order[np.r_[True, ~repeat]] if order.size else order
         key_offsets = np.zeros(len(first) + 1, dtype=np.int64)
         np.cumsum(lengths[first], out=key_offsets[1:])
         gather = np.repeat(starts[first] - key_offsets[:-1], lengths[first]) + np.arange(key_offsets[-1])
-        pairs = np.unique(np.rec.fromarrays([cat("first_hash", np.uint64)[first],
-                                             -cat("first_len", np.int32)[first]]))
-        return cls(keys, key_offsets, text[gather], page_indptr, row[order],
-                   np.ascontiguousarray(pairs["f0"]), np.ascontiguousarray(-pairs["f1"]).astype(np.int32))
+        pairs = np.unique(np.rec.fromarrays([cat("first_hash", np.uint64)[first], -cat("first_len", np.int32)[first]]))
+        return cls(keys, key_offsets, text[gather], page_indptr, row[np.argsort(key_hash, kind="stable")],
+                   np.ascontiguousarray(pairs["f0"]), (-pairs["f1"]).astype(np.int32))
 
     def counts(self) -> dict[str, int]:
         """The array lengths a manifest records: ``keys`` (K), ``pages`` (rows), ``text_bytes``,
