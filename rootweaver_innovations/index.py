@@ -612,12 +612,14 @@ _BLOCK = 1 << 22  # elements per block of the range checks (bounded temporaries 
 
 def _all_blocks(file: Path, arr: np.ndarray, ok: Callable[[np.ndarray], bool]) -> bool:
     """Whether ``ok`` holds for every block of the ``.npy`` ``file`` whose mapping is ``arr``.
-    The blocks are read from the file, not from the mapping: a check of the whole array then
-    leaves none of it in this process's resident memory (only queries bring pages in)."""
-    with open(file, "rb") as fh:
-        fh.seek(file.stat().st_size - arr.nbytes)  # a .npy file is its header, then the data
-        return all(ok(np.fromfile(fh, dtype=arr.dtype, count=min(_BLOCK, len(arr) - i)))
-                   for i in range(0, len(arr), _BLOCK))
+    The blocks are read through a mapping of their own, closed after the check, so a check of
+    the whole array leaves none of it in this process's resident memory (only queries bring
+    pages in) and copies nothing."""
+    with open(file, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        data = np.frombuffer(mapped, dtype=arr.dtype, count=len(arr), offset=len(mapped) - arr.nbytes)
+        result = all(ok(data[i:i + _BLOCK]) for i in range(0, len(arr), _BLOCK))  # .npy: header, then data
+        del data  # the mapping closes only once no array views it
+    return result
 
 
 def _load_array(path: Path, rel: str, length: int) -> np.ndarray:
