@@ -13,8 +13,9 @@ peak RSS is that step's own:
 
 - ``index build``: wall time and peak RSS of :func:`build_index`;
 - worker 1 and worker 2 (the second started while the first is alive): open time, RSS
-  after answering, the loop's ms per question over the 60 golden questions (second,
-  warm pass; page cache warm) and ms per search of their sub-queries; for worker 2 also
+  after answering, the loop's ms per question over the 60 golden questions (median of
+  three warm passes after a first; page cache warm) and ms per search of their
+  sub-queries; for worker 2 also
   its private memory (``Private_Clean + Private_Dirty`` of ``/proc/PID/smaps_rollup``),
   i.e. what a second worker adds;
 - the in-memory baseline (``load_corpus_jsonl`` + ``BM25Retriever``): build time, peak
@@ -139,11 +140,14 @@ def _answer(retriever) -> dict:
     rag = product_loop(retriever)
     questions = [q.question for q in load_questions()]
     first = [rag.multi_hop_search(q) for q in questions]
-    t0, c0 = time.perf_counter(), time.process_time()
-    for q in questions:
-        rag.multi_hop_search(q)
-    loop_ms = (time.perf_counter() - t0) * 1000 / len(questions)
-    loop_cpu_ms = (time.process_time() - c0) * 1000 / len(questions)
+    passes = []
+    for _ in range(3):  # the median warm pass: one pass of 60 questions is under a second
+        t0, c0 = time.perf_counter(), time.process_time()
+        for q in questions:
+            rag.multi_hop_search(q)
+        passes.append(((time.perf_counter() - t0) * 1000 / len(questions),
+                       (time.process_time() - c0) * 1000 / len(questions)))
+    loop_ms, loop_cpu_ms = sorted(passes)[1]
     subs = [h.sub_query for r in first for h in r.hops]
     t0, c0 = time.perf_counter(), time.process_time()
     for s in subs:
