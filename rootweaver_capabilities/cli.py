@@ -447,6 +447,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     add_export_parser(isub)
     if command in sub.choices:
         return p
+    if command is None or command.startswith("-"):  # top-level help or no command: plug-in names only
+        for name in _plugin_names():
+            sub.add_parser(name, help=f"(`rootweaver {name} --help`)", add_help=False)
+        return p
     from importlib.metadata import entry_points
 
     for ep in entry_points(group=COMMANDS_GROUP):  # loaded only when that command runs
@@ -455,6 +459,33 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         else:
             sub.add_parser(ep.name, help=f"(`rootweaver {ep.name} --help`)", add_help=False)
     return p
+
+
+def _plugin_names() -> list[str]:
+    """The names of the :data:`COMMANDS_GROUP` entry points of the distributions on ``sys.path``,
+    read from their ``entry_points.txt`` (first copy of a name wins). The top-level help needs
+    only these names, and importing ``importlib.metadata`` alone costs more than a bare Python
+    start; running a plug-in still finds and loads it through ``importlib.metadata``."""
+    import os
+
+    names: dict[str, None] = {}
+    for entry in sys.path:
+        try:
+            found = sorted(e.path for e in os.scandir(entry or ".") if e.name.endswith((".dist-info", ".egg-info")))
+        except OSError:  # not a directory (a zip, a missing path)
+            continue
+        for meta in found:
+            try:
+                lines = Path(meta, "entry_points.txt").read_text(encoding="utf-8").splitlines()
+            except OSError:
+                continue
+            section = ""
+            for line in map(str.strip, lines):
+                if line.startswith("[") and line.endswith("]"):
+                    section = line[1:-1].strip()
+                elif section == COMMANDS_GROUP and "=" in line and not line.startswith(("#", ";")):
+                    names.setdefault(line.split("=", 1)[0].strip())
+    return list(names)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-HEAVY = ("numpy", "yaml", "rootweaver_innovations.retrieval")
+HEAVY = ("numpy", "yaml", "rootweaver_innovations.retrieval", "importlib.metadata")
 
 _HELP_THEN_MODULES = """
 import contextlib, io, sys
@@ -39,3 +39,18 @@ def test_every_public_name_resolves_lazily(package):
     with pytest.raises(AttributeError, match="no_such_name"):
         module.__getattr__("no_such_name")
     assert not hasattr(module, "no_such_name")
+
+
+def test_help_lists_the_plug_ins_importlib_metadata_finds(tmp_path, monkeypatch):
+    from importlib.metadata import entry_points
+
+    from rootweaver_capabilities.cli import COMMANDS_GROUP, _plugin_names
+
+    dist = tmp_path / "rw_plugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: rw-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[console_scripts]\nnot_me = a:b\n\n[{COMMANDS_GROUP}]\nextra = m:add\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    names = _plugin_names()
+    assert "extra" in names and "not_me" not in names
+    assert sorted(names) == sorted({ep.name for ep in entry_points(group=COMMANDS_GROUP)})
