@@ -8,8 +8,9 @@ submodule (e.g. :mod:`~rootweaver_innovations.corpus`) does not load numpy or th
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .lazy import lazy_names
 
 if TYPE_CHECKING:
     from .answer_rules import register_answer_rule
@@ -93,16 +94,4 @@ _SUBMODULE = {  # public name -> the submodule defining it
 }
 
 
-def __getattr__(name: str) -> Any:
-    """A public name, imported from its submodule on first use and kept; ``AttributeError``
-    for any other name."""
-    if name not in _SUBMODULE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_SUBMODULE[name]}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    """The module's attributes with the public names not imported yet."""
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _SUBMODULE, globals())
