@@ -198,6 +198,7 @@ def test_every_fault_ends_within_the_deadline_degraded_labelled_and_without_the_
     fault, kind = FAULTS[name]
     server = fault_server(fault)
     synth = LLMSynthesizer(_client(server.url, token_counter=QwenTokenCounter()), mode=mode)
+    synth.load()  # as `ask` and `serve` do before any deadline: tokenizer and extractive fallback
     started = time.monotonic()
     answer = synth(QUESTION, CONTEXT)
     elapsed = time.monotonic() - started
