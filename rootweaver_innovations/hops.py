@@ -139,8 +139,8 @@ def load_hop_policy(path: Path = POLICY_FILE) -> HopPolicyParams:
 @dataclass(frozen=True, slots=True)
 class Ranking:
     """A retriever's best passages for one query, best first: each one's row in the title
-    index's passages (-1 for one outside them) and its score. :meth:`passage` reads a
-    passage only when asked (from a saved index, reading is most of a search's cost)."""
+    index's passages (-1 for one outside them) and its score; ``read(i)`` reads the ``i``-th
+    passage only when called (from a saved index, reading is most of a search's cost)."""
 
     rows: tuple[int, ...]
     scores: tuple[float, ...]
@@ -148,10 +148,6 @@ class Ranking:
 
     def __len__(self) -> int:
         return len(self.rows)
-
-    def passage(self, i: int) -> Passage:
-        """The ``i``-th best passage."""
-        return self.read(i)
 
     def unseen(self, seen: Container[str], k: int) -> list[Passage]:
         """The first ``k`` passages whose ids are not in ``seen``, best first (reading no further)."""

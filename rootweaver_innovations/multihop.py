@@ -339,7 +339,7 @@ class MultiHopRAG:
         """The evidence policy: yields ``(sub_query, reason, passages)`` per hop, then the stop reason."""
         schedule = self.hop_policy.for_budget(self.max_passages)
         ranking = ranking_of(self.retriever, self.title_index, question, max(schedule.link_depth, self.max_passages))
-        first = [ranking.passage(i) for i in range(min(schedule.first_hop, self.max_passages, len(ranking)))]
+        first = [ranking.read(i) for i in range(min(schedule.first_hop, self.max_passages, len(ranking)))]
         if not first:
             return STOP_NO_NEW_EVIDENCE
         seen = {p.id for p in first}
