@@ -38,8 +38,10 @@ def build_retriever(cfg: RetrieverConfig, on_skip: Callable[[SkippedFile], None]
     that is set too), else over ``cfg.corpus`` (a JSONL file, or a folder of documents chunked
     by ``cfg.chunking``: each file it skips goes to ``on_skip``, by default a warning of the
     ``rootweaver.documents`` logger), else over the bundled demo corpus. A bad corpus or index
-    raises a ``ValueError`` (``CorpusError``, ``IndexError_``) naming the file. Backend
-    ``sphinxql``: the Manticore/Sphinx cluster of ``cfg.sphinxql``."""
+    raises a ``ValueError`` (``CorpusError``, ``IndexError_``) naming the file; an index saved
+    without a title index (built by an older rootweaver) opens with a warning of the
+    ``rootweaver.index`` logger. Backend ``sphinxql``: the Manticore/Sphinx cluster of
+    ``cfg.sphinxql``."""
     if cfg.backend == "sphinxql":
         from .sphinxql import SphinxQLRetriever
 
@@ -47,7 +49,12 @@ def build_retriever(cfg: RetrieverConfig, on_skip: Callable[[SkippedFile], None]
     if cfg.index is not None:
         from rootweaver_innovations.index import open_index
 
-        return open_index(cfg.index, corpus=cfg.corpus).retriever()
+        index = open_index(cfg.index, corpus=cfg.corpus)
+        if index.titles is None:
+            logging.getLogger("rootweaver.index").warning(
+                "%s has no title index (built before rootweaver saved one): the loop indexes every title "
+                "at start; rebuild it with `rootweaver index build` to start fast", cfg.index)
+        return index.retriever()
     if cfg.corpus is not None and Path(cfg.corpus).is_dir():
         from rootweaver_innovations.documents import load_documents
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import shutil
 
 import numpy as np
@@ -10,6 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rootweaver_capabilities.assembly import build_retriever
+from rootweaver_capabilities.config import MultiHopConfig
 from rootweaver_innovations import titles as titles_module
 from rootweaver_innovations.corpus import Passage
 from rootweaver_innovations.demo import DEMO_CORPUS
@@ -99,7 +103,7 @@ def test_the_saved_title_index_is_the_in_memory_one(demo_index, demo_passages):
             assert saved.pages(m.key) == memory.pages(m.key)
 
 
-def test_an_index_without_titles_still_answers_the_same(demo_index, tmp_path, golden_questions):
+def test_an_index_without_titles_still_answers_the_same_and_warns(demo_index, tmp_path, golden_questions, caplog):
     old = tmp_path / "old"
     shutil.copytree(demo_index, old)
     raw = json.loads((old / "manifest.json").read_text())
@@ -109,6 +113,12 @@ def test_an_index_without_titles_still_answers_the_same(demo_index, tmp_path, go
     (old / "manifest.json").write_text(json.dumps(raw))
     shutil.rmtree(old / "titles")
     assert open_index(old).titles is None
+    base = MultiHopConfig().retriever
+    with caplog.at_level(logging.WARNING, logger="rootweaver.index"):
+        build_retriever(dataclasses.replace(base, index=str(demo_index)))
+        assert not caplog.records
+        build_retriever(dataclasses.replace(base, index=str(old)))
+    assert "has no title index" in caplog.text and "rootweaver index build" in caplog.text
     a, b = MultiHopRAG(open_index(old).retriever()), MultiHopRAG(open_index(demo_index).retriever())
     for q in golden_questions[:20]:
         assert a.multi_hop_search(q.question).trajectory() == b.multi_hop_search(q.question).trajectory()
