@@ -134,8 +134,9 @@ class SphinxQLConfig:
                                      rule="must be > 0")
     query_timeout_s: float = _knob(2.0, "float", "Seconds to wait for one query's answer from one node.",
                                    check=lambda v: v > 0, rule="must be > 0")
-    retries: int = _knob(2, "int", "Extra rounds over all hosts after the first fails (with 0.1 s, 0.2 s, ... "
-                         "backoff), all within deadline_s.", check=lambda v: v >= 0, rule="must be >= 0")
+    retries: int = _knob(5, "int", "Extra rounds over all hosts after the first fails (with 0.1 s, 0.2 s, ... "
+                         "backoff), all within deadline_s: 5 rounds span the ~1.5 s searchd takes to stop "
+                         "choosing a dead mirror.", check=lambda v: v >= 0, rule="must be >= 0")
     deadline_s: float = _knob(5.0, "float", "Wall-clock deadline of one search, every attempt included; then one "
                               "error naming the hosts and the last failure.", check=lambda v: v > 0,
                               rule="must be > 0")
