@@ -27,7 +27,7 @@ import json
 import re
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from itertools import islice
 from pathlib import Path
 
@@ -157,11 +157,12 @@ class Ranking:
 def ranking_of(retriever: Retriever, index: TitleIndex, query: str, k: int) -> Ranking:
     """The :class:`Ranking` of ``retriever.search(query, k)``. A retriever that ranks rows of
     the title index's own passages (``top_rows``, e.g. a saved index's BM25) reads none;
-    any other is searched and its hits mapped to rows by id."""
+    any other is searched and its hits mapped to rows by id. Each passage is read at most once
+    (the first hop and the fill both walk the question's ranking from the top)."""
     top_rows = getattr(retriever, "top_rows", None)
     if top_rows is not None and getattr(retriever, "passages", None) is index.passages:
         rows, scores = top_rows(query, k)
-        return Ranking(tuple(rows), tuple(scores), lambda i: index.passages[rows[i]])
+        return Ranking(tuple(rows), tuple(scores), cache(lambda i: index.passages[rows[i]]))
     hits = retriever.search(query, k)
     return Ranking(tuple(index.row_of(h.passage.id) for h in hits), tuple(h.score for h in hits),
                    lambda i: hits[i].passage)

@@ -106,6 +106,7 @@ _BM25_FILES = ("bm25/indptr.npy", "bm25/indices.npy", "bm25/robertson.npy", "bm2
 _DTYPES = {"bm25/indptr.npy": np.int64, "bm25/indices.npy": np.int32, "bm25/robertson.npy": np.float32,
            "bm25/lucene.npy": np.float32, "passages/offsets.npy": np.int64, **TITLE_DTYPES}
 _COMPONENT_FILES = {"passages": _PASSAGE_FILES, "bm25": _BM25_FILES, "titles": TITLE_FILES}
+_ALL_FILES = tuple(f for files in _COMPONENT_FILES.values() for f in files)  # what a build writes
 _TRIPLE = np.dtype([("term", np.int32), ("doc", np.int32), ("tf", np.int32)])
 
 
@@ -474,14 +475,13 @@ def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, worker
     title_arrays = TitleArrays.merge(titles)
     del titles
     title_arrays.save(tmp)
-    files = [*_PASSAGE_FILES, *_BM25_FILES, *TITLE_FILES]
     manifest = IndexManifest(
         FORMAT_VERSION, CorpusFingerprint(str(corpus), raw.sha256.hexdigest(), raw.count, n), tokenizer_settings(),
         {"passages": {"files": list(_PASSAGE_FILES), "count": n},
          "bm25": {"files": list(_BM25_FILES), "k1": k1, "b": b, "vocab_size": len(vocab), "nnz": nnz,
                   "avg_length": float(np.frombuffer(lengths, dtype=np.int64).mean())},
          "titles": {"files": list(TITLE_FILES), **title_arrays.counts()}},
-        {f: {"bytes": (tmp / f).stat().st_size, "sha256": _sha256(tmp / f)} for f in files},
+        {f: {"bytes": (tmp / f).stat().st_size, "sha256": _sha256(tmp / f)} for f in _ALL_FILES},
     )
     return manifest
 
@@ -558,7 +558,7 @@ def _manifest_problem(raw: Any) -> str | None:
                                 and all(_is_number(bm.get(k)) for k in ("k1", "b", "avg_length"))):
         return "component 'bm25' needs integers vocab_size, nnz and numbers k1, b, avg_length"
     needed = {f for name, fs in _COMPONENT_FILES.items() if name in comps for f in fs}
-    if not (isinstance(files, dict) and needed <= set(files) <= {f for fs in _COMPONENT_FILES.values() for f in fs}
+    if not (isinstance(files, dict) and needed <= set(files) <= set(_ALL_FILES)
             and all(isinstance(f, dict) and set(f) == {"bytes", "sha256"} and _is_int(f["bytes"])
                     and _is_sha(f["sha256"]) for f in files.values())):
         return "files must map every index file to {bytes, sha256}"

@@ -252,7 +252,6 @@ class TitleIndex:
         self._passages = passages
         self._a = arrays if arrays is not None else \
             TitleArrays.merge([TitleBatch.from_titles((p.title for p in passages), 0)])
-        self._text = self._a.key_text
         self._rows_by_id: dict[str, int] | None = None
 
     def __len__(self) -> int:
@@ -268,7 +267,7 @@ class TitleIndex:
         out = [-1] * len(keys)
         for i in np.flatnonzero(a.key_hash[at] == hashes).tolist():
             j = int(at[i])
-            if self._text[int(a.key_offsets[j]) : int(a.key_offsets[j + 1])].tobytes() == keys[i].encode("utf-8"):
+            if a.key_text[int(a.key_offsets[j]) : int(a.key_offsets[j + 1])].tobytes() == keys[i].encode("utf-8"):
                 out[i] = j
         return out
 
