@@ -78,6 +78,24 @@ class BM25Matrix:
                             shape=(self.num_docs, len(spans)), copy=False)
         return columns @ np.ones(len(spans), dtype=np.float32)
 
+    def row_scores(self, term_ids: Sequence[int], rows: Sequence[int], idf: str = "robertson") -> np.ndarray:
+        """float32 :meth:`scores` of the passages ``rows`` only (any order, repeats allowed),
+        bit for bit, without a pass over the postings: each row is looked up in each query
+        column by binary search and the hits are added in query order. ``rows`` must be
+        within ``[0, num_docs)``."""
+        data = self.robertson if idf == "robertson" else self.lucene
+        rows = np.asarray(rows, dtype=self.indices.dtype)  # the columns' dtype: no widened copy of a column
+        out = np.zeros(rows.shape[0], dtype=np.float32)
+        for t in term_ids:
+            start, end = int(self.indptr[t]), int(self.indptr[t + 1])
+            if start == end:
+                continue
+            column = self.indices[start:end]
+            at = np.minimum(np.searchsorted(column, rows), end - start - 1)
+            hit = column[at] == rows
+            out[hit] += data[start + at[hit]]
+        return out
+
 
 def count_chunk(tokens: Sequence[Sequence[str]], vocab: Vocabulary, first_doc: int
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -17,7 +17,8 @@ Why hops are chosen in this order (measured on the even HotpotQA / 2Wiki / MuSiQ
 an entity of the question that is a passage title is evidence by itself (comparison
 questions need one passage per compared entity); a title mentioned in a first-hop passage
 (or in the passage of an entity the question names) is the strongest bridge evidence,
-ranked by BM25 of the question plus that passage's lead sentences; a proper-noun span of a first-hop passage (no title needed, so it also works for
+ranked by the BM25 score of the linked passage for the question plus the linking
+passage's lead sentences, relative to the linking passage's own; a proper-noun span of a first-hop passage (no title needed, so it also works for
 opaque titles) is the next, ranked by how many question terms its sentence shares.
 """
 
@@ -93,8 +94,10 @@ class HopSchedule:
     the compared entities, up to ``question_links`` titles named in the question (best
     BM25 score for the question first), then ``title_links`` title-linked candidates, ``spans``
     entity spans, then the remaining candidates of both kinds; links are scored by BM25
-    of the question plus ``lead_sentences`` of the passage mentioning them (``link_depth``
-    results deep); spans come from the best ``span_sources`` first-hop passages.
+    of the question plus ``lead_sentences`` of the passage mentioning them, relative to
+    that passage's own score (a retriever that cannot score given passages: its top
+    ``link_depth`` results, relative to the best); the question's ranking is ``link_depth``
+    deep; spans come from the best ``span_sources`` first-hop passages.
     """
 
     first_hop: int
@@ -181,6 +184,28 @@ def _unresolved(question_terms: Sequence[str], known: set[str]) -> list[str]:
     return [t for t in dict.fromkeys(question_terms) if t not in known]
 
 
+def _link_values(retriever: Retriever, index: TitleIndex, query: str, source: int,
+                 rows: Sequence[int], depth: int) -> dict[int, float]:
+    """Each linked passage's (``rows``) BM25 score for the link ``query`` relative to that
+    of the passage at row ``source``, which links them (its lead sentences are in the query).
+
+    A retriever that scores rows of the title index's own passages (``row_scores``, BM25)
+    scores just these rows and ``source``; any other is searched ``depth`` deep, a row
+    outside its hits counts 0, and its best hit stands in for ``source``. A normaliser
+    <= 0 counts as 1.
+    """
+    row_scores = getattr(retriever, "row_scores", None)
+    if row_scores is not None and getattr(retriever, "passages", None) is index.passages:
+        top, *scores = row_scores(query, [source, *rows])
+        score = dict(zip(rows, scores))
+    else:
+        hits = ranking_of(retriever, index, query, depth)
+        score = dict(zip(hits.rows, hits.scores))
+        top = hits.scores[0] if hits.scores else 0.0
+    top = top if top > 0 else 1.0
+    return {row: score.get(row, 0.0) / top for row in rows}
+
+
 def _query(entity: str, terms: Sequence[str]) -> str:
     return " ".join([entity, *terms])
 
@@ -209,14 +234,16 @@ def plan_bridges(
     seen_ids = {p.id for p in first_hop}
     used: set[str] = {k for p in first_hop for k in title_keys(p.title)}
     head: list[Proposal] = []
+    named_sources: list[tuple[int, Passage]] = []  # (row, passage) of the first page of each head hop
 
     def entity_proposal(name: str, reason: str) -> None:
         key = key_of(name)
         if not key or key in used:
             return
         used.add(key)
-        pages = tuple(p for p in index.pages(key) if p.id not in seen_ids)
-        head.append(Proposal(_query(name, _unresolved(q_terms, set(key.split()))), reason, pages))
+        unseen = [(row, p) for row in index.rows(key) if (p := index.passages[row]).id not in seen_ids]
+        named_sources.extend(unseen[:1])
+        head.append(Proposal(_query(name, _unresolved(q_terms, set(key.split()))), reason, tuple(p for _, p in unseen)))
 
     for name in comparison_entities(question) or ():
         entity_proposal(name, REASON_COMPARISON)
@@ -232,20 +259,16 @@ def plan_bridges(
         entity_proposal(m.surface, REASON_QUESTION_ENTITY)
 
     links: dict[str, tuple[float, Proposal]] = {}
-    named_pages = [p.pages[0] for p in head if p.pages]  # the passages the head hops will take
-    for source in [*first_hop, *named_pages]:
+    for source_row, source in [*zip(ranking.rows, first_hop), *named_sources]:  # named: what the head hops take
         linked = [(m, unseen) for m in index.mentions(source.text) if m.key not in used and
                   (unseen := [(row, p) for row in index.rows(m.key) if (p := index.passages[row]).id not in seen_ids])]
         if not linked:  # nothing to score: no link query
             continue
-        hits = ranking_of(retriever, index, _query(question, source.sentences[: schedule.lead_sentences]),
-                          schedule.link_depth)
-        score = dict(zip(hits.rows, hits.scores))
-        score.pop(-1, None)
-        top = hits.scores[0] if hits.scores and hits.scores[0] > 0 else 1.0
+        values = _link_values(retriever, index, _query(question, source.sentences[: schedule.lead_sentences]),
+                              source_row, [row for _, unseen in linked for row, _ in unseen], schedule.link_depth)
         known = set(bm25_tokenize(source.text))
         for m, unseen in linked:
-            value = max(score.get(row, 0.0) for row, _ in unseen) / top
+            value = max(values[row] for row, _ in unseen)
             if m.key not in links or value > links[m.key][0]:
                 sub_query = _query(m.surface, _unresolved(q_terms, known))
                 links[m.key] = (value, Proposal(sub_query, REASON_TITLE_LINK, tuple(p for _, p in unseen)))

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from .bm25_matrix import BM25Matrix, build_matrix
+from .bm25_matrix import BM25Matrix, build_matrix, idf_weights
 from .corpus import Passage
 from .embeddings import Embedder
 from .text import STOP_WORDS, WORD, bm25_tokenize
@@ -193,6 +193,18 @@ class BM25Retriever:
             idx = top_k_indices(s, k)
         idx = idx[s[idx] > 0]
         return idx.tolist(), s[idx].astype(np.float64).tolist()
+
+    def row_scores(self, query: str, rows: Sequence[int]) -> list[float]:
+        """:meth:`scores` of the passages at positions ``rows`` only, the same values, without
+        scoring the others (the Lucene fallback when every query term's Robertson idf is 0)."""
+        vocab = self._matrix.vocab
+        ids = [vocab[t] for t in bm25_tokenize(query) if t in vocab]
+        if not ids or self._okapi is not None:
+            return self.scores(query)[list(rows)].tolist()
+        m = self._matrix
+        df = np.asarray([int(m.indptr[t + 1]) - int(m.indptr[t]) for t in ids], dtype=np.int64)
+        idf = "robertson" if idf_weights(df, m.num_docs)["robertson"].any() else "lucene"
+        return m.row_scores(ids, rows, idf).astype(np.float64).tolist()
 
     def search(self, query: str, k: int) -> list[ScoredPassage]:
         rows, scores = self.top_rows(query, k)

@@ -158,3 +158,26 @@ def test_coverage_rule_reproduces_the_seed_trajectories(demo_retriever, golden_q
 def test_bad_policy_construction_raises(demo_retriever, kw):
     with pytest.raises(ValueError):
         MultiHopRAG(demo_retriever, **kw)
+
+
+def test_link_values_score_the_linked_rows_against_their_source(demo_retriever):
+    from rootweaver_innovations.hops import _link_values
+
+    index = TitleIndex(demo_retriever.passages)
+    query = "Ebla vizier Ibrium Ishar Damu"
+    s = demo_retriever.scores(query)
+    best, source, *_, fifth = demo_retriever.top_rows(query, 5)[0]
+    rows = [best, fifth, 400]  # row 400 holds no query term
+    values = _link_values(demo_retriever, index, query, source, rows, depth=3)
+    assert values == {best: s[best] / s[source], fifth: s[fifth] / s[source], 400: 0.0}  # no depth cut
+    assert values[best] > 1 > values[fifth] > 0
+
+    class SearchOnly:  # a retriever that cannot score rows: its top `depth`, normalised by the best
+        passages = demo_retriever.passages
+
+        def search(self, q, k):
+            return demo_retriever.search(q, k)
+
+    hits = demo_retriever.top_rows(query, 2)
+    cut = _link_values(SearchOnly(), index, query, source, [*hits[0], 400], depth=2)
+    assert cut == {**{r: v / hits[1][0] for r, v in zip(*hits)}, 400: 0.0}

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rootweaver_innovations.corpus import Passage
+from rootweaver_innovations.bm25_matrix import IDFS, build_matrix
 from rootweaver_innovations.retrieval import BM25Retriever, rrf_fuse, top_k_indices
 from rootweaver_innovations.text import bm25_tokenize
 
@@ -96,3 +97,27 @@ def test_dense_and_hybrid_retrieval_find_gold(demo_passages, golden_questions):
             any(h.passage.title in q.supporting_titles for h in retriever.search(q.question, 5)) for q in qs
         )
         assert hits >= 0.8 * len(qs)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from("abcdefgh"), min_size=1, max_size=12), min_size=1, max_size=25),
+       st.lists(st.sampled_from("abcdefghz"), max_size=10), st.lists(st.integers(0, 24), max_size=30))
+def test_row_scores_are_the_full_scores_at_those_rows_bit_for_bit(docs, query, rows):
+    # repeats in the query count again; rows repeat and come in any order; "z" is unknown
+    matrix = build_matrix(docs, 1.5, 0.75)
+    ids = [matrix.vocab[t] for t in query if t in matrix.vocab]
+    rows = [r % len(docs) for r in rows]
+    for idf in IDFS:
+        assert matrix.row_scores(ids, rows, idf).tobytes() == matrix.scores(ids, idf)[rows].tobytes()
+
+
+@pytest.mark.parametrize("backend", ["bm25s", "rank_bm25"])
+def test_retriever_row_scores_equal_its_scores_with_the_lucene_fallback(backend, demo_passages):
+    common = [Passage(str(i), "Acme", ("Acme launch.",) if i % 4 else ("Rain.",)) for i in range(8)]
+    for passages, query in [(demo_passages, "Who was the vizier of Ebla after Ibrium"),
+                            (common, "acme launch"),  # Robertson idf 0 for both terms: Lucene
+                            (demo_passages, "zzzqqq")]:
+        r = BM25Retriever(passages, backend=backend)
+        rows = [len(passages) - 1, 0, 3, 3]
+        assert r.row_scores(query, rows) == r.scores(query)[rows].tolist()
+    assert any(BM25Retriever(common, backend=backend).row_scores("acme launch", range(8)))
