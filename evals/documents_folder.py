@@ -10,9 +10,11 @@ The pool of the rows' paragraphs is written four ways and indexed by the product
   so chunks are cut across unrelated paragraphs and share one file name as title.
 
 Per layout: all-gold (every gold paragraph overlapped by a read passage: the same id for
-``jsonl``, a shared word 8-gram otherwise), the same for single-shot BM25 given as many reader
-tokens as the loop read for that question (with the paired-bootstrap CI of the difference),
-answer in the synth context (non-yes/no rows), passages and reader tokens read. Gold labels
+``jsonl``, a shared word 8-gram otherwise), all-support (every labelled supporting sentence
+overlapped by a read passage: its paragraph's id for ``jsonl``, else a chunk of its paragraph's
+file sharing a run of min(8, its length) words; rows with supporting-sentence labels only), each
+also for single-shot BM25 given as many reader tokens as the loop read for that question (with
+the paired-bootstrap CI of the difference), answer in the synth context (non-yes/no rows), passages and reader tokens read. Gold labels
 are used only to score, after the answer. Run::
 
     python -m evals.documents_folder --dataset hotpotqa --limit 200 --rows odd
@@ -46,6 +48,30 @@ LAYOUTS = ("jsonl", "md", "txt", "txt5")
 def _grams(text: str, n: int = 8) -> set[tuple[str, ...]]:
     words = text.lower().split()
     return {tuple(words[i:i + n]) for i in range(max(1, len(words) - n + 1))}
+
+
+def _support(row, pool_ids: dict[tuple[str, str], str], by_id: dict) -> list[tuple[str, str]]:
+    """``(pool id, sentence)`` of each supporting sentence of ``row`` found in the pool."""
+    own = {}
+    for p in row.passages:
+        own.setdefault(p.title, pool_ids[(p.title, p.text)])
+    return [(own[t], by_id[own[t]].sentences[i]) for t, i in row.gold_sentences
+            if t in own and 0 <= i < len(by_id[own[t]].sentences)]
+
+
+def _supported(ids: list[str], support: list[tuple[str, str]], *, records: dict[str, dict],
+               where: dict[str, str] | None) -> float:
+    """1.0 when every supporting sentence overlaps a read passage: its paragraph's id (``where``
+    ``None``), else a chunk of its paragraph's file sharing a run of min(8, its length) words."""
+    if where is None:
+        return float({g for g, _ in support} <= set(ids))
+    chunks = [records[i] for i in ids]
+    for g, sentence in support:
+        n = min(8, len(sentence.split()))
+        if not any(c["source"]["path"] == where[g] and _grams(sentence, n) & _grams(" ".join(c["sentences"]), n)
+                   for c in chunks):
+            return 0.0
+    return 1.0
 
 
 def _write(layout: str, passages, root: Path) -> tuple[Path, dict[str, str]]:
@@ -98,6 +124,8 @@ def run(rows, *, layouts: Sequence[str] = LAYOUTS, chunk_tokens: int = 128, max_
         n_resamples: int = 10_000, seed: int = 0) -> dict:
     pool = build_open_pool(rows)
     by_id = {p.id: p for p in pool.passages}
+    pool_ids = {(p.title, p.text): p.id for p in pool.passages}
+    supports = [_support(row, pool_ids, by_id) for row in rows]
     report: dict = {"rows": len(rows), "rows_without_gold": sum(not g for g in pool.gold),
                     "pool_passages": len(pool.passages), "layouts": {}}
     with tempfile.TemporaryDirectory() as tmp:
@@ -121,7 +149,8 @@ def run(rows, *, layouts: Sequence[str] = LAYOUTS, chunk_tokens: int = 128, max_
                                        paragraphs=by_id)
 
             all_gold, single, aic, read, tokens, seconds = [], [], [], [], [], []
-            for row, gold in zip(rows, pool.gold):
+            all_support, single_support = [], []
+            for row, gold, support in zip(rows, pool.gold, supports):
                 started = time.perf_counter()
                 d = _ask(row.question, index, max_passages if layout != "jsonl" else 10)
                 seconds.append(time.perf_counter() - started)
@@ -137,14 +166,26 @@ def run(rows, *, layouts: Sequence[str] = LAYOUTS, chunk_tokens: int = 128, max_
                         top.append(hit.passage.id)
                         used += size[hit.passage.id]
                     single.append(covers(top, gold))
+                    if support:  # every supporting sentence in a read passage (the rows that label them)
+                        supported = functools.partial(_supported, records=records,
+                                                      where=None if layout == "jsonl" else where)
+                        all_support.append(supported(ids, support))
+                        single_support.append(supported(top, support))
                 if not is_yes_no(row):
                     aic.append(float(answer_in_context(row.answer, d["synth_context"])))
             ci = paired_bootstrap_ci(all_gold, single, n_resamples=n_resamples, seed=seed)
+            ci_support = (paired_bootstrap_ci(all_support, single_support, n_resamples=n_resamples, seed=seed)
+                          if all_support else None)
             report["layouts"][layout] = {
                 "indexed_passages": len(records), "build_s": round(built_s, 2),
                 "all_gold": round(float(np.mean(all_gold)), 3), "aic": round(float(np.mean(aic)), 3),
                 "single_bm25_all_gold": round(float(np.mean(single)), 3),
                 "loop_minus_single": [round(ci.mean_diff, 3), round(ci.low, 3), round(ci.high, 3)],
+                "support_rows": len(all_support),
+                "all_support": round(float(np.mean(all_support)), 3) if all_support else None,
+                "single_bm25_all_support": round(float(np.mean(single_support)), 3) if all_support else None,
+                "support_loop_minus_single": ([round(ci_support.mean_diff, 3), round(ci_support.low, 3),
+                                               round(ci_support.high, 3)] if ci_support else None),
                 "mean_read": round(float(np.mean(read)), 2), "mean_tokens_read": round(float(np.mean(tokens)), 1),
                 "ask_ms_p50": round(1000 * float(np.median(seconds)), 1),
                 "_all_gold": all_gold, "_aic": aic,

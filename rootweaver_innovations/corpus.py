@@ -100,7 +100,7 @@ _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 
 
 # a word before a full stop that does not end a sentence: an initial, or a common abbreviation
-_ABBREVIATION = re.compile(r"(?:^|[\s(\[])(?:[A-Za-z]|ca|c|cf|fl|approx|e\.g|i\.e|etc|vs|no|vol|pp?|fig|"
+_ABBREVIATION = re.compile(r"(?:^|[\s(\[\"'\u201c\u2018])(?:[A-Za-z]|ca|c|cf|fl|approx|e\.g|i\.e|etc|vs|no|vol|pp?|fig|"
                            r"st|mt|dr|mr|mrs|ms|prof|jr|sr|inc|ltd|co|corp|jan|feb|mar|apr|jun|jul|aug|sep|sept|"
                            r"oct|nov|dec|u\.s|u\.k)\.$", re.IGNORECASE)
 

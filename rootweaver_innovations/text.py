@@ -82,14 +82,20 @@ LEADING_WORDS = frozenset(  # capitalised only because they open a sentence
 
 _SUBJECT_END = re.compile(r"\s*[(,;:]|\s+(?:is|was|are|were|has|had|refers|became|served|lived|may)\b"
                           r"|\s+[-\u2013\u2014]\s")
-_LIFE_DATES = re.compile(rf"\s*\(\s*(?:born\b|b\.|n[\u00e9e]e\b|\d{{3,4}}\b|(?:{MONTH_PATTERN})\b"
+_LIFE_DATES = re.compile(rf"\s*\(\s*(?:;\s*)?(?:born\b|b\.|n[\u00e9e]e\b|\d{{3,4}}\s*[-\u2013\u2014?]|(?:{MONTH_PATTERN})\b"
                          rf"|\d{{1,2}}\s+(?:{MONTH_PATTERN})\b)")
 _QUOTES = "\"'\u201c\u201d\u2018\u2019"
 _ARTICLES = frozenset({"The", "A", "An"})
+_NICKNAME = re.compile(r"(?<=\s)[\"\u201c][^\"\u201c\u201d]{1,40}[\"\u201d](?=\s)")  # 'Julius Caesar "J. C." Watts'
+_HONORIFICS = frozenset("Sir Dame Dr Lord Prof Professor Rev".split())  # before a name
+_POST_NOMINALS = frozenset("Jr Sr II III IV MBE OBE CBE KBE DBE GBE QC KC PhD MD".split())  # after a name
 _NOT_SUBJECTS = (LEADING_WORDS - _ARTICLES) | frozenset(  # words that open a clause, not a name
     "According After Although Among As Before Between Born By Despite During Following For From However "
-    "If Located Since Through Under Unlike Upon When While With".split())
+    "If Located Since Through Under Unlike Upon When While With "
+    "Additionally Also Currently Finally Furthermore Later Meanwhile Moreover Originally Similarly "
+    "Subsequently Therefore Thus Today Together".split())
 _NAME_JOINERS = frozenset("of the de and von van der den del di la le du da dos das bin ibn al y & on for".split())
+_TITLE_WORDS = _NAME_JOINERS | frozenset("to in a an at by with from".split())  # lowercase inside a work's title
 
 
 def _capitalised(word: str) -> bool:
@@ -100,7 +106,9 @@ def lead_subject(sentence: str) -> str | None:
     """The name a lead sentence is about, or ``None``: the words before its first bracket,
     comma or verb like "is"/"was" ("Ibrium (24th century BC), also spelt Ebrium, was ..." ->
     "Ibrium"; '"Lady" is a song' -> "Lady"), quotes and quoted nicknames left out, when they
-    are 1-8 words starting with a capital or a digit, not a pronoun or a preposition, and
+    are 1-8 words starting with a capital or a digit, not a pronoun or a preposition (unless
+    more capitalised words follow it up to the verb or life dates: "They Came to Cordura is a
+    film", "He Jianjun (born 1960)"), and
     either all capitalised (name joiners such as "of", "de", "bin" aside) or at least two
     capitalised and no fewer than the others ("Live to Dance"). A person's name of three or
     four words followed by life dates ("Harvey Lawrence Pekar (October 8, 1939 - ...") is
@@ -108,17 +116,29 @@ def lead_subject(sentence: str) -> str | None:
     m = _SUBJECT_END.search(sentence)
     if not m:
         return None
-    head = sentence[: m.start()].strip().strip(_QUOTES).strip()
+    head = _NICKNAME.sub(" ", sentence[: m.start()]).strip().strip(_QUOTES).strip()
     words = [w for w in head.split() if not (len(w) > 2 and w[0] in _QUOTES and w[-1] in _QUOTES)]
-    if not 1 <= len(words) <= 8 or words[0] in _NOT_SUBJECTS or head.isdigit():
+    while len(words) > 1 and words[-1].rstrip(".,") in _POST_NOMINALS:
+        words.pop()
+    if len(words) > 2 and words[0].rstrip(".") in _HONORIFICS:  # "Sir Cedric Drewe", "Dr. Eugene Porter"
+        words = words[1:]
+    if "or" in words[2:-1] and _capitalised(words[words.index("or", 2) + 1]):  # "Angels of the Street or The Angel"
+        words = words[: words.index("or", 2)]
+    if not 1 <= len(words) <= 8 or head.isdigit():
         return None
+    if words[0] in _NOT_SUBJECTS:  # a clause opener, unless a title or name ends at a verb or life dates
+        at_verb = sentence[m.start():].strip()[:1].isalpha()  # "They Came to Cordura is", "He Jianjun (born"
+        if not (len(words) > 1 and (at_verb or _LIFE_DATES.match(sentence, m.start()))
+                and all(_capitalised(w) or w.lower() in _TITLE_WORDS for w in words)):
+            return None
     if words[-1].lower() in _NAME_JOINERS or not _capitalised(words[0]):
         return None
     content = [w for w in (words[1:] if words[0] in _ARTICLES else words) if w.lower() not in _NAME_JOINERS]
     caps = sum(_capitalised(w) for w in content)
     if caps < len(content) and not (caps >= 2 and 2 * caps >= len(content)):
         return None
-    if 3 <= len(words) <= 4 and caps == len(content) == len(words) and _LIFE_DATES.match(sentence, m.start()):
+    if (3 <= len(words) <= 4 and caps == len(content) == len(words) and not words[0].endswith(".")
+            and _LIFE_DATES.match(sentence, m.start())):  # "S. Sylvan Simon" stays whole
         return f"{words[0]} {words[-1]}"
     return " ".join(words)
 

@@ -59,6 +59,8 @@ def test_split_sentences_keeps_initials_and_abbreviations_together_when_asked():
     assert split_sentences(text, abbreviations=True) == (
         "Kun-Damu ruled c. 2400 BC.", "J. S. Bach lived in St. Louis (ca. 1700).", "Born 1923.", "He wrote.")
     assert split_sentences(text)[0] == "Kun-Damu ruled c."  # the JSONL loaders' rule, as measured
+    quoted = 'Julius Caesar "J. C." Watts Jr. (born 1957) is a politician. He played football.'
+    assert split_sentences(quoted, abbreviations=True) == (quoted[:60], "He played football.")
 
 
 @pytest.mark.parametrize("sentence, subject", [
@@ -75,6 +77,15 @@ def test_split_sentences_keeps_initials_and_abbreviations_together_when_asked():
     ("Live to Dance is a television program.", "Live to Dance"),
     ("The company was founded in 1990.", None),
     ("Drinking water quality standards describe the parameters.", None),
+    ("Barry Thomas Cable MBE (born 22 September 1943) is a footballer.", "Barry Cable"),  # post-nominals dropped
+    ('Julius Caesar "J. C." Watts Jr. (born November 18, 1957) is a politician.', "Julius Watts"),
+    ("Harvey Lawrence Pekar ( ; October 8, 1939 - July 12, 2010) was a writer.", "Harvey Pekar"),
+    ("S. Sylvan Simon (March 9, 1910 - May 17, 1951) was a director.", "S. Sylvan Simon"),  # an initial: whole
+    ("Similarly, the place of birth is recorded.", None),
+    ("They Came to Cordura is a 1959 film.", "They Came to Cordura"),  # a title opening with a pronoun
+    ("He Jianjun (born 1960 in Beijing) is a director.", "He Jianjun"),
+    ("In 1912, he was elected.", None),
+    ("Since 1990 the company had grown.", None),
 ])
 def test_lead_subject_names_what_a_lead_sentence_is_about(sentence, subject):
     from rootweaver_innovations.text import lead_subject

@@ -210,6 +210,19 @@ def test_fact_candidates_fill_every_field_by_name_and_pass_validation():
     assert type(first.relevance) is float and first.relevance > second.relevance >= 0.0
 
 
+
+def test_chunks_of_one_titled_part_of_a_file_are_one_document_to_the_packers():
+    from rootweaver_innovations.corpus import Source
+
+    a0, a1 = Source("a.txt", position=0, next="a.txt#1"), Source("a.txt", position=1, prev="a.txt#0")
+    facts = [Fact("a.txt#0", "Das Damen", "Das Damen was a band.", 0, source=a0),
+             Fact("a.txt#1", "Das Damen", "The band split in 1991.", 0, source=a1),
+             Fact("a.txt#1", "Volbeat", "Volbeat is a band.", 1, source=a1),
+             Fact("p1", "Das Damen", "Das Damen was a band.", 0), Fact("p2", "Das Damen", "It split.", 0)]
+    docs = [c.doc_id for c in fact_candidates("which band", facts)]
+    assert docs[0] == docs[1] and len(set(docs[1:3])) == 2  # same file and title; another title in it
+    assert docs[3:] == ["p1", "p2"] and docs[0] not in docs[3:]  # no source: each passage is its own
+
 @pytest.mark.parametrize(
     "kwargs",
     [{"coverage": -1}, {"coverage": float("nan")}, {"price": True}, {"options_per_doc": 0}, {"max_per_doc": 3}],

@@ -229,11 +229,18 @@ def text_terms(text: str) -> _DocTerms:
     return _TEXT_TERMS.memoised(text, _count_terms)
 
 
+def _document(fact: Fact) -> str:
+    """The document a fact belongs to: its passage, or for a chunk its file and title."""
+    return fact.passage_id if fact.source is None else f"{fact.source.path}\x1f{fact.title}"
+
+
 def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
     """One packing candidate per fact: the only way facts become candidates.
 
     ``text`` is the fact's context line (``"<title> | <sentence>"``, what the reader sees and
-    the budget pays for), ``body`` its sentence with whitespace folded, ``doc_id`` the passage id, ``source``
+    the budget pays for), ``body`` its sentence with whitespace folded, ``doc_id`` the passage id
+    (a chunk of a user's file: its path and title, so the chunks that carry one part of a
+    document on are one document to the packers, as a paragraph's sentences are), ``source``
     the title, ``position`` the fact's index in ``facts`` (the loop's hop and rank order),
     ``relevance`` :func:`okapi_scores` of the line's terms against ``question``, clipped at
     0; ``hop`` and ``sub_query`` the fact's. Facts whose sentence is blank are skipped. The product's compactors, the packing eval
@@ -243,7 +250,7 @@ def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
     scores = _okapi([text_terms(f.line) for f in items], bm25_tokenize(question))
     new = tuple.__new__  # valid by construction (a Fact's fields, a clipped finite score): built unchecked
     return [
-        new(Candidate, (f"{f.passage_id}#{f.sentence_index}", f.passage_id, f.line, k, max(0.0, score), None,
+        new(Candidate, (f"{f.passage_id}#{f.sentence_index}", _document(f), f.line, k, max(0.0, score), None,
                         f.title, f.body, f.hop, f.sub_query))
         for k, (f, score) in enumerate(zip(items, scores))
     ]
