@@ -30,6 +30,7 @@ to install it.
 
 from __future__ import annotations
 
+import bisect
 import gzip
 import json
 import os
@@ -199,24 +200,54 @@ def iter_document_passages(root: str | Path, settings: ChunkingSettings,
         except _Unreadable as exc:
             skip(rel, str(exc))
             continue
-        chunks = [(headings, text) for headings, body in sections for text in split(body)]
+        chunks = [(headings, text, subject) for headings, body in sections
+                  for text, subject in _subjects(body, split(body), None if title is None else title)]
         if not chunks:
             skip(rel, "no text")
             continue
         ids = [f"{rel}#{n}" for n in range(len(chunks))]
         fallback = re.sub(r"[_\-]+", " ", Path(rel.removesuffix(".gz")).stem).strip() or rel
-        subject = None
-        for n, (headings, text) in enumerate(chunks):
+        carried = None
+        for n, (headings, text, subject) in enumerate(chunks):
             found += 1
-            sentences = split_sentences(text, abbreviations=True)
-            if title is None:  # untitled text: the name its paragraph is about, carried over a cut
-                subject = lead_subject(sentences[0]) or subject
-            yield Passage(ids[n], title or (headings[0] if headings else None) or subject or fallback, sentences,
+            carried = subject or carried  # untitled text: the name its paragraph is about, over cuts and sections
+            yield Passage(ids[n], title or (headings[0] if headings else None) or carried or fallback,
+                          split_sentences(text, abbreviations=True),
                           Source(rel, headings, n, ids[n - 1] if n else None, ids[n + 1] if n + 1 < len(ids) else None))
     if not found:
         counts = ", ".join(f"{n} {r}" for r, n in count_by_reason(skipped).items()) or "no files"
         raise CorpusError(f"{root}: no document to index ({counts}); supported: "
                           f"{', '.join(sorted(DOCUMENT_TYPES))} (and .gz of the text formats)")
+
+
+_PARAGRAPH = re.compile(r"\S(?:.(?!\n[ \t]*\n))*.?", re.DOTALL)  # text up to a blank line
+
+
+def _subjects(body: str, chunks: list[str], title: str | None) -> Iterator[tuple[str, str | None]]:
+    """Each chunk of ``body`` with the name the paragraph it starts in is about (``None``
+    when that paragraph names none, or when the document has a ``title``).
+
+    A paragraph (text between blank lines) is about its lead sentence's
+    :func:`~rootweaver_innovations.text.lead_subject`, else about the last paragraph's that
+    named one, so a chunk cut in the middle of a paragraph, or starting with the end of one
+    paragraph and holding the next, takes the name of the paragraph it starts in, never
+    that of a sentence in the middle. A chunk is placed by its first 64 characters, searched
+    from the previous chunk's place on.
+    """
+    if title is not None:
+        yield from ((c, None) for c in chunks)
+        return
+    starts, names, name = [], [], None
+    for m in _PARAGRAPH.finditer(body):
+        name = lead_subject(split_sentences(m.group(), abbreviations=True)[0]) or name
+        starts.append(m.start())
+        names.append(name)
+    at = 0
+    for chunk in chunks:
+        found = body.find(chunk[:64], at)
+        at = found if found >= 0 else at
+        k = bisect.bisect_right(starts, at) - 1
+        yield chunk, names[k] if k >= 0 else None
 
 
 def _walk(root: Path, skip: Callable[[str, str], None]) -> Iterator[tuple[str, Path]]:

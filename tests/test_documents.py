@@ -67,6 +67,14 @@ def test_untitled_text_takes_the_subject_of_each_paragraph_else_the_file_name(tm
     assert titles[-1] == ("todo.txt", "todo")
 
 
+def test_a_chunk_is_named_after_the_paragraph_it_starts_in(tmp_path):
+    # the first chunk holds two short paragraphs; the chunks after it continue the second one
+    (tmp_path / "two.txt").write_text("Ebla was a city.\n\nKun-Damu was a king of Ebla.\n\n" + "He built walls. " * 30)
+    passages = load_documents(tmp_path, ChunkingSettings(chunk_tokens=48, overlap_tokens=0)).passages
+    assert "Kun-Damu" in passages[0].text and len(passages) > 2
+    assert [p.title for p in passages] == ["Ebla"] + ["Kun-Damu"] * (len(passages) - 1)  # not Ebla's name
+
+
 def test_neighbours_chain_the_chunks_of_each_document():
     scan = load_documents(DOCS, ChunkingSettings(chunk_tokens=24, overlap_tokens=4))
     docs: dict[str, list] = {}
