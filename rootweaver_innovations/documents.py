@@ -39,6 +39,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from functools import lru_cache
 from html.parser import HTMLParser
 from pathlib import Path
@@ -220,7 +221,7 @@ def iter_document_passages(root: str | Path, settings: ChunkingSettings,
                           f"{', '.join(sorted(DOCUMENT_TYPES))} (and .gz of the text formats)")
 
 
-_PARAGRAPH = re.compile(r"\S(?:.(?!\n[ \t]*\n))*.?", re.DOTALL)  # text up to a blank line
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")  # between paragraphs
 
 
 def _subjects(body: str, chunks: list[str], title: str | None) -> Iterator[tuple[str, str | None]]:
@@ -238,10 +239,13 @@ def _subjects(body: str, chunks: list[str], title: str | None) -> Iterator[tuple
         yield from ((c, None) for c in chunks)
         return
     starts, names, name = [], [], None
-    for m in _PARAGRAPH.finditer(body):
-        name = lead_subject(split_sentences(m.group(), abbreviations=True)[0]) or name
-        starts.append(m.start())
-        names.append(name)
+    for at in chain([0], (m.end() for m in _BLANK_LINE.finditer(body))):
+        head = body[at:at + 2000]  # a lead sentence is read from the paragraph's first 2,000 characters
+        head = head[: cut.start()] if (cut := _BLANK_LINE.search(head)) else head
+        if head.strip():
+            name = lead_subject(split_sentences(head, abbreviations=True)[0]) or name
+            starts.append(at)
+            names.append(name)
     at = 0
     for chunk in chunks:
         found = body.find(chunk[:64], at)
