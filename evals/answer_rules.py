@@ -11,16 +11,20 @@ same on the rows where it fired. Gold labels are used only to score.
 from __future__ import annotations
 
 import dataclasses
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 from rootweaver_capabilities.assembly import build_rag
 from rootweaver_capabilities.config import MultiHopConfig
 from rootweaver_innovations.answer_rules import answer_rule_names, make_answer_rules
 from rootweaver_innovations.corpus import QARow
 from rootweaver_innovations.diagnostics import exact_match, f1_score, paired_bootstrap_ci
+from rootweaver_innovations.documents import load_documents
 from rootweaver_innovations.retrieval import BM25Retriever
 
 from .datasets import build_open_pool
+from .documents_folder import write_layout
 from .multihop_e2e import opaque
 from .report import progress
 
@@ -29,15 +33,30 @@ __all__ = ["answer_rules_markdown", "run_answer_rules_eval"]
 
 def run_answer_rules_eval(
     rows: Sequence[QARow], *, config: MultiHopConfig | None = None, opaque_titles: bool = False,
-    n_resamples: int = 10_000, seed: int = 0, show_progress: bool = True,
+    layout: str = "paragraphs", n_resamples: int = 10_000, seed: int = 0, show_progress: bool = True,
 ) -> dict:
-    """A JSON-ready report of every registered rule's effect on ``rows`` (see the module docstring)."""
+    """A JSON-ready report of every registered rule's effect on ``rows`` (see the module docstring).
+
+    ``layout`` ``"paragraphs"`` searches the pool's paragraphs (titles kept, or opaque with
+    ``opaque_titles``); ``"txt"`` writes each paragraph as an untitled text file and reads
+    the folder as the product does (:func:`~rootweaver_innovations.documents.load_documents`,
+    128-token chunks, the reading budget in chunks).
+    """
     pool = build_open_pool(rows)
-    retriever = BM25Retriever(opaque(pool.passages) if opaque_titles else pool.passages)
+    if layout == "txt":
+        with tempfile.TemporaryDirectory() as tmp:
+            folder, _ = write_layout("txt", pool.passages, Path(tmp))
+            passages = load_documents(folder).passages
+    elif layout == "paragraphs":
+        passages = opaque(pool.passages) if opaque_titles else pool.passages
+    else:
+        raise ValueError(f"unknown layout {layout!r}; choose paragraphs or txt")
+    retriever = BM25Retriever(passages)
     base = config or MultiHopConfig(source="eval")
     none = build_rag(dataclasses.replace(base, answer_rules=()), retriever=retriever)
     without = [none.multi_hop_search(r.question).answer for r in progress(rows, "no rules", show_progress)]
-    report: dict = {"n_questions": len(rows), "opaque_titles": opaque_titles, "reader": base.llm.provider, "rules": {}}
+    report: dict = {"n_questions": len(rows), "opaque_titles": opaque_titles, "layout": layout,
+                    "reader": base.llm.provider, "rules": {}}
     for name in answer_rule_names():
         rag = dataclasses.replace(none, answer_rules=make_answer_rules((name,)))
         with_rule = [rag.multi_hop_search(r.question).answer for r in progress(rows, name, show_progress)]
@@ -59,7 +78,8 @@ def run_answer_rules_eval(
 def answer_rules_markdown(rep: dict, title: str) -> str:
     """The report as a Markdown table, one row per rule."""
     lines = [f"# Answer rules: {title}", "",
-             f"{rep['n_questions']} questions, reader `{rep['reader']}`, opaque titles: {rep['opaque_titles']}.", "",
+             (f"{rep['n_questions']} questions, reader `{rep['reader']}`, layout `{rep.get('layout', 'paragraphs')}`, "
+              f"opaque titles: {rep['opaque_titles']}."), "",
              "| rule | fired | EM with / without | F1 with / without | F1 diff [95% CI] | F1 where fired, with / without |",
              "|---|---|---|---|---|---|"]
     for name, c in rep["rules"].items():

@@ -110,10 +110,14 @@ def _cmd_answer_rules(args: argparse.Namespace) -> int:
     from .answer_rules import answer_rules_markdown, run_answer_rules_eval
 
     path, rows = _rows(args)
-    rep = run_answer_rules_eval(rows, opaque_titles=args.opaque_titles, n_resamples=args.resamples, seed=args.seed,
-                                show_progress=not args.quiet)
+    if args.layout != "paragraphs" and args.opaque_titles:
+        print("rootweaver eval answer-rules: --opaque-titles applies to --layout paragraphs only", file=sys.stderr)
+        return 2
+    rep = run_answer_rules_eval(rows, opaque_titles=args.opaque_titles, layout=args.layout, n_resamples=args.resamples,
+                                seed=args.seed, show_progress=not args.quiet)
     rep["provenance"] = provenance(["rootweaver", *sys.argv[1:]], [path], {"bootstrap": args.seed})
-    name = f"answer-rules-{args.dataset}-{args.rows}{'-opaque' if args.opaque_titles else ''}"
+    layout = "" if args.layout == "paragraphs" else f"-{args.layout}"
+    name = f"answer-rules-{args.dataset}-{args.rows}{'-opaque' if args.opaque_titles else ''}{layout}"
     _finish(args.name or name, args, rep, answer_rules_markdown(rep, name))
     return 0
 
@@ -261,6 +265,9 @@ def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     data(ar)
     halves(ar)
     common(ar)
+    ar.add_argument("--layout", choices=("paragraphs", "txt"), default="paragraphs",
+                    help="paragraphs: the pool's paragraphs; txt: one untitled text file per paragraph, read as a "
+                         "folder (128-token chunks)")
     ar.set_defaults(func=_cmd_answer_rules)
 
     qu = esub.add_parser("quality", help="answer quality on the product path (capability + open pool + reader), "

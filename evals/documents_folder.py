@@ -74,7 +74,7 @@ def _supported(ids: list[str], support: list[tuple[str, str]], *, records: dict[
     return 1.0
 
 
-def _write(layout: str, passages, root: Path) -> tuple[Path, dict[str, str]]:
+def write_layout(layout: str, passages, root: Path) -> tuple[Path, dict[str, str]]:
     """The corpus of ``layout`` under ``root``; and, per pool id, the file that holds it."""
     where: dict[str, str] = {}
     if layout == "jsonl":
@@ -130,7 +130,7 @@ def run(rows, *, layouts: Sequence[str] = LAYOUTS, chunk_tokens: int = 128, max_
                     "pool_passages": len(pool.passages), "layouts": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for layout in ("jsonl", *(x for x in layouts if x != "jsonl")):  # jsonl: the baseline of the CIs
-            corpus, where = _write(layout, pool.passages, Path(tmp))
+            corpus, where = write_layout(layout, pool.passages, Path(tmp))
             index = Path(tmp) / f"{layout}.idx"
             started = time.perf_counter()
             with contextlib.redirect_stdout(io.StringIO()):

@@ -106,6 +106,20 @@ def test_documents_folder_eval_runs_the_product_path_on_every_layout():
         if layout != "jsonl":
             diff, low, high = cell["all_gold_minus_jsonl"]
             assert low <= diff <= high
+        # every supporting sentence in a read passage asks more than some chunk of each gold paragraph
+        assert cell["support_rows"] == 6 and 0 <= cell["all_support"] <= cell["all_gold"]
     # the jsonl layout is today's corpus: the same loop as the open-pool e2e eval, through `ask --index`
     e2e = run_multihop_eval(rows, n_resamples=200, show_progress=False)
     assert rep["layouts"]["jsonl"]["all_gold"] == pytest.approx(e2e["all_gold"]["loop"], abs=1e-3)
+
+
+def test_answer_rules_eval_on_untitled_files(bundled_data):
+    from evals.answer_rules import run_answer_rules_eval
+
+    rows = load_qa_rows(bundled_data / "2wiki.jsonl.gz", limit=30)
+    rep = run_answer_rules_eval(rows, layout="txt", n_resamples=200, show_progress=False)
+    cell = rep["rules"]["date_comparison"]
+    assert rep["layout"] == "txt" and 0 <= cell["fired"] <= len(rows)
+    assert cell["f1"]["ci"][0] <= cell["f1"]["diff"] <= cell["f1"]["ci"][1]
+    with pytest.raises(ValueError, match="layout"):
+        run_answer_rules_eval(rows, layout="pdf", show_progress=False)
