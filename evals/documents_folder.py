@@ -12,10 +12,11 @@ The pool of the rows' paragraphs is written four ways and indexed by the product
 Per layout: all-gold (every gold paragraph overlapped by a read passage: the same id for
 ``jsonl``, a shared word 8-gram otherwise), all-support (every labelled supporting sentence
 overlapped by a read passage: its paragraph's id for ``jsonl``, else a chunk of its paragraph's
-file sharing a run of min(8, its length) words; rows with supporting-sentence labels only), each
-also for single-shot BM25 given as many reader tokens as the loop read for that question (with
-the paired-bootstrap CI of the difference), answer in the synth context (non-yes/no rows), passages and reader tokens read. Gold labels
-are used only to score, after the answer. Run::
+file sharing a run of min(8, its length) words; rows with supporting-sentence labels only),
+each also for single-shot BM25 given as many reader tokens as the loop read for that question
+(with the paired-bootstrap CI of the difference), answer in the synth context (non-yes/no
+rows), passages and reader tokens read. Gold labels are used only to score, after the answer.
+Run::
 
     python -m evals.documents_folder --dataset hotpotqa --limit 200 --rows odd
 """

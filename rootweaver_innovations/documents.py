@@ -202,7 +202,7 @@ def iter_document_passages(root: str | Path, settings: ChunkingSettings,
             skip(rel, str(exc))
             continue
         chunks = [(headings, text, subject) for headings, body in sections
-                  for text, subject in _subjects(body, split(body), None if title is None else title)]
+                  for text, subject in _subjects(body, split(body), title)]
         if not chunks:
             skip(rel, "no text")
             continue

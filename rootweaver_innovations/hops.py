@@ -18,8 +18,9 @@ an entity of the question that is a passage title is evidence by itself (compari
 questions need one passage per compared entity); a title mentioned in a first-hop passage
 (or in the passage of an entity the question names) is the strongest bridge evidence,
 ranked by the BM25 score of the linked passage for the question plus the linking
-passage's lead sentences, relative to the linking passage's own; a proper-noun span of a first-hop passage (no title needed, so it also works for
-opaque titles) is the next, ranked by how many question terms its sentence shares.
+passage's lead sentences, relative to the linking passage's own; a proper-noun span of a
+first-hop passage (no title needed, so it also works for opaque titles) is the next,
+ranked by how many question terms its sentence shares.
 """
 
 from __future__ import annotations

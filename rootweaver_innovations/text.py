@@ -82,8 +82,8 @@ LEADING_WORDS = frozenset(  # capitalised only because they open a sentence
 
 _SUBJECT_END = re.compile(r"\s*[(,;:]|\s+(?:is|was|are|were|has|had|refers|became|served|lived|may)\b"
                           r"|\s+[-\u2013\u2014]\s")
-_LIFE_DATES = re.compile(rf"\s*\(\s*(?:;\s*)?(?:born\b|b\.|n[\u00e9e]e\b|\d{{3,4}}\s*[-\u2013\u2014?]|(?:{MONTH_PATTERN})\b"
-                         rf"|\d{{1,2}}\s+(?:{MONTH_PATTERN})\b)")
+_LIFE_DATES = re.compile(rf"\s*\(\s*(?:;\s*)?(?:born\b|b\.|n[\u00e9e]e\b|\d{{3,4}}\s*[-\u2013\u2014?]"
+                         rf"|(?:{MONTH_PATTERN})\b|\d{{1,2}}\s+(?:{MONTH_PATTERN})\b)")
 _QUOTES = "\"'\u201c\u201d\u2018\u2019"
 _ARTICLES = frozenset({"The", "A", "An"})
 _NICKNAME = re.compile(r"(?<=\s)[\"\u201c][^\"\u201c\u201d]{1,40}[\"\u201d](?=\s)")  # 'Julius Caesar "J. C." Watts'
@@ -110,9 +110,11 @@ def lead_subject(sentence: str) -> str | None:
     more capitalised words follow it up to the verb or life dates: "They Came to Cordura is a
     film", "He Jianjun (born 1960)"), and
     either all capitalised (name joiners such as "of", "de", "bin" aside) or at least two
-    capitalised and no fewer than the others ("Live to Dance"). A person's name of three or
-    four words followed by life dates ("Harvey Lawrence Pekar (October 8, 1939 - ...") is
-    given as first and last name ("Harvey Pekar"), the way other texts mention them."""
+    capitalised and no fewer than the others ("Live to Dance"). Post-nominals ("MBE", "Jr.")
+    and a leading honorific ("Sir", "Dr.") are dropped, and of "X or Y" only X is kept. A
+    person's name of three or four words followed by life dates ("Harvey Lawrence Pekar
+    (October 8, 1939 - ...") is given as first and last name ("Harvey Pekar"), the way other
+    texts mention them, unless it opens with an initial ("S. Sylvan Simon")."""
     m = _SUBJECT_END.search(sentence)
     if not m:
         return None
