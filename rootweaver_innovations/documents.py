@@ -39,9 +39,9 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
 from functools import lru_cache
 from html.parser import HTMLParser
+from itertools import chain
 from pathlib import Path
 from typing import Any
 

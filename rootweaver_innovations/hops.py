@@ -237,12 +237,16 @@ def plan_bridges(
     head: list[Proposal] = []
     named_sources: list[tuple[int, Passage]] = []  # (row, passage) of the first page of each head hop
 
+    def unseen_pages(key: str) -> list[tuple[int, Passage]]:
+        """``(row, passage)`` of the passages titled under ``key`` that hop 1 did not take."""
+        return [(row, p) for row in index.rows(key) if (p := index.passages[row]).id not in seen_ids]
+
     def entity_proposal(name: str, reason: str) -> None:
         key = key_of(name)
         if not key or key in used:
             return
         used.add(key)
-        unseen = [(row, p) for row in index.rows(key) if (p := index.passages[row]).id not in seen_ids]
+        unseen = unseen_pages(key)
         named_sources.extend(unseen[:1])
         head.append(Proposal(_query(name, _unresolved(q_terms, set(key.split()))), reason, tuple(p for _, p in unseen)))
 
@@ -261,8 +265,8 @@ def plan_bridges(
 
     links: dict[str, tuple[float, Proposal]] = {}
     for source_row, source in [*zip(ranking.rows, first_hop), *named_sources]:  # named: what the head hops take
-        linked = [(m, unseen) for m in index.mentions(source.text) if m.key not in used and
-                  (unseen := [(row, p) for row in index.rows(m.key) if (p := index.passages[row]).id not in seen_ids])]
+        linked = [(m, unseen) for m in index.mentions(source.text)
+                  if m.key not in used and (unseen := unseen_pages(m.key))]
         if not linked:  # nothing to score: no link query
             continue
         values = _link_values(retriever, index, _query(question, source.sentences[: schedule.lead_sentences]),
