@@ -123,3 +123,11 @@ def test_answer_rules_eval_on_untitled_files(bundled_data):
     assert cell["f1"]["ci"][0] <= cell["f1"]["diff"] <= cell["f1"]["ci"][1]
     with pytest.raises(ValueError, match="layout"):
         run_answer_rules_eval(rows, layout="pdf", show_progress=False)
+
+
+def test_lead_subjects_eval_reports_shares(capsys):
+    from evals.lead_subjects import main as lead_subjects
+
+    assert lead_subjects(["--dataset", "2wiki", "--limit", "20"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["paragraphs"] > 0 and 0 <= rep["names_its_page"] <= 1 - rep["no_subject"] <= 1
