@@ -36,7 +36,7 @@ from pathlib import Path
 from .corpus import Passage
 from .retrieval import Retriever
 from .text import bm25_tokenize, entity_spans
-from .titles import Mention, TitleIndex, key_of, title_keys
+from .titles import Mention, TitleIndex, key_of, passage_keys, title_keys
 
 __all__ = [
     "POLICY_FILE",
@@ -233,7 +233,7 @@ def plan_bridges(
     q_terms = bm25_tokenize(question)
     q_lower = question.lower()
     seen_ids = {p.id for p in first_hop}
-    used: set[str] = {k for p in first_hop for k in title_keys(p.title)}
+    used: set[str] = {k for p in first_hop for k in passage_keys(p)}
     head: list[Proposal] = []
     named_sources: list[tuple[int, Passage]] = []  # (row, passage) of the first page of each head hop
 

@@ -82,7 +82,7 @@ from .documents import (
     passage_record,
 )
 from .retrieval import BM25Retriever, passage_tokens, tokenizer_settings
-from .titles import TITLE_COUNTS, TITLE_DTYPES, TITLE_FILES, TitleArrays, TitleBatch, TitleIndex
+from .titles import TITLE_COUNTS, TITLE_DTYPES, TITLE_FILES, TitleArrays, TitleBatch, TitleIndex, passage_keys
 
 __all__ = [
     "FORMAT_VERSION",
@@ -388,10 +388,10 @@ def _parse_chunk(corpus: Path, numbered: list[tuple[int, bytes]]) -> _Chunk:
         linenos.append(lineno)
         lines.append(line if line.endswith(b"\n") else line + b"\n")
         tokens.append(passage_tokens(p))
-        titles.append(p.title)
+        titles.append(passage_keys(p))
     vocab = Vocabulary()
     term, doc, tf, lengths = count_chunk(tokens, vocab, 0)
-    return _Chunk(ids, linenos, lines, list(vocab), term, doc, tf, lengths, TitleBatch.from_titles(titles, 0))
+    return _Chunk(ids, linenos, lines, list(vocab), term, doc, tf, lengths, TitleBatch.from_keys(titles, 0))
 
 
 def _chunks(lines: Iterator[bytes], size: int) -> Iterator[list[tuple[int, bytes]]]:

@@ -26,6 +26,7 @@ __all__ = [
     "fold_whitespace",
     "lead_subject",
     "reasoning_key_terms",
+    "subject_names",
 ]
 
 STOP_WORDS: frozenset[str] = frozenset(
@@ -95,6 +96,11 @@ _NOT_SUBJECTS = (LEADING_WORDS - _ARTICLES) | frozenset(  # words that open a cl
     "Additionally Also Currently Finally Furthermore Later Meanwhile Moreover Originally Similarly "
     "Subsequently Therefore Thus Today Together".split())
 _NAME_JOINERS = frozenset("of the de and von van der den del di la le du da dos das bin ibn al y & on for".split())
+_YEAR_BRACKET = re.compile(r"\s*\([^)]{0,80}?\b\d{4}\b")
+_ONE_WORD_NICKNAME = re.compile(r"(?<=\s)[\"\u201c]([A-Z][\w.\-]*)[\"\u201d](?=\s)")  # 'Edward "Bear" Grylls'
+_KNOWN_AS = re.compile(r"\bknown (?:professionally |simply |mononymously )?(?:as|by (?:his|her|their|the) "
+                       r"(?:stage |pen |ring |screen |professional )?name),? [\"\u201c]?"
+                       r"([A-Z][\w.'\u2019\-]*(?:\s+(?:(?:of|de|the|van|von)\s+)?[A-Z][\w.'\u2019\-]*)*)")
 _TITLE_WORDS = _NAME_JOINERS | frozenset("to in a an at by with from".split())  # lowercase inside a work's title
 
 
@@ -115,6 +121,37 @@ def lead_subject(sentence: str) -> str | None:
     person's name of three or four words followed by life dates ("Harvey Lawrence Pekar
     (October 8, 1939 - ...") is given as first and last name ("Harvey Pekar"), the way other
     texts mention them, unless it opens with an initial ("S. Sylvan Simon")."""
+    names = subject_names(sentence)
+    return names[0] if names else None
+
+
+def subject_names(sentence: str) -> tuple[str, ...]:
+    """Every name a lead sentence gives its subject, :func:`lead_subject` first (empty when
+    it has none): then the whole name it shortened, a three- or four-word person's first and
+    last name when a bracket with a year follows ("Vladimir Vladimirovich Nabokov ( ;
+    Russian: ...; 22 April 1899" -> "Vladimir Nabokov"), a quoted one-word nickname with the
+    last name ('Edward Michael "Bear" Grylls' -> "Bear Grylls"), and the capitalised name
+    after "known as" / "known by his pen name" and the like in the sentence's first 400
+    characters ("better known by his pen name Mark Twain"). No duplicates."""
+    found = _subject(sentence)
+    if found is None:
+        return ()
+    words, end, person = found
+    full = " ".join(words)
+    names = [f"{words[0]} {words[-1]}" if person and _LIFE_DATES.match(sentence, end) else full, full]
+    if person and _YEAR_BRACKET.match(sentence, end):
+        names.append(f"{words[0]} {words[-1]}")
+    nickname = _ONE_WORD_NICKNAME.search(sentence, 0, end)
+    if nickname and len(words) >= 2:
+        names.append(f"{nickname.group(1)} {words[-1]}")
+    names += [k.group(1) for k in _KNOWN_AS.finditer(sentence[:400])]
+    return tuple(dict.fromkeys(names))
+
+
+def _subject(sentence: str) -> tuple[list[str], int, bool] | None:
+    """The words of :func:`lead_subject`'s name (before any shortening), where they end in
+    ``sentence``, and whether they are a three- or four-word person's name; ``None`` when
+    the sentence names no subject."""
     m = _SUBJECT_END.search(sentence)
     if not m:
         return None
@@ -139,10 +176,8 @@ def lead_subject(sentence: str) -> str | None:
     caps = sum(_capitalised(w) for w in content)
     if caps < len(content) and not (caps >= 2 and 2 * caps >= len(content)):
         return None
-    if (3 <= len(words) <= 4 and caps == len(content) == len(words) and not words[0].endswith(".")
-            and _LIFE_DATES.match(sentence, m.start())):  # "S. Sylvan Simon" stays whole
-        return f"{words[0]} {words[-1]}"
-    return " ".join(words)
+    person = 3 <= len(words) <= 4 and caps == len(content) == len(words) and not words[0].endswith(".")
+    return words, m.start(), person  # "S. Sylvan Simon" is no person here: it stays whole
 
 
 def entity_spans(text: str, skip_initial: bool = True) -> list[str]:

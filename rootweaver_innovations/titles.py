@@ -1,9 +1,12 @@
 """The title index: normalised passage titles -> passages, and the titles a text mentions.
 
-A title is indexed under its keys (:func:`title_keys`: lowercase ``\\w+`` tokens of the
-title, of the title without a parenthesised qualifier, of the part before the first
-comma, and of that without a leading article). Opaque titles (ids, file names) simply
-never match anything.
+A passage is indexed under its keys (:func:`passage_keys`): those of its title
+(:func:`title_keys`: lowercase ``\\w+`` tokens of the title, of the title without a
+parenthesised qualifier, of the part before the first comma, and of that without a leading
+article), and, for a record titled by an id or a file name (``doc-17``) that its text does
+not repeat, those of the names its lead sentence gives its subject
+(:func:`~rootweaver_innovations.text.subject_names`). A chunk of a document is named by
+:mod:`~rootweaver_innovations.documents` and keeps its title's keys only.
 
 The index is five flat arrays (:class:`TitleArrays`), so the same object works over an
 in-memory corpus (built by :meth:`TitleIndex.build`) and over a saved index, where the
@@ -27,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from .corpus import Passage
-from .text import LEADING_WORDS, STOP_WORDS, WORD
+from .text import LEADING_WORDS, STOP_WORDS, WORD, subject_names
 
 __all__ = [
     "TITLE_COUNTS",
@@ -39,6 +42,7 @@ __all__ = [
     "TitleHashCollision",
     "TitleIndex",
     "key_of",
+    "passage_keys",
     "title_keys",
 ]
 
@@ -52,6 +56,7 @@ TITLE_DTYPES = {"titles/key_hash.npy": np.uint64, "titles/key_offsets.npy": np.i
 
 _PAREN = re.compile(r"\s*\([^)]*\)")
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)
+_ID = re.compile(r"|\S*[\d._\-/:#]\S*")  # an empty title, or one token holding a digit or a separator
 
 
 class TitleHashCollision(ValueError):
@@ -76,6 +81,24 @@ def title_keys(title: str) -> tuple[str, ...]:
         if len(key) >= 4 and any(t not in STOP_WORDS for t in key.split()) and key not in out:
             out.append(key)
     return tuple(out)
+
+
+def passage_keys(passage: Passage) -> tuple[str, ...]:
+    """The keys ``passage`` is indexed under: its title's (:func:`title_keys`), then, when it
+    is a record (no ``source``) titled by an id (one token with a digit or one of ``._-/:#``,
+    or nothing) that shares no word with its text, those of every name its lead sentence
+    gives its subject (:func:`~rootweaver_innovations.text.subject_names`;
+    ``Passage("doc-17", "doc-17", ("Ibrium was the vizier of Ebla.",))`` -> ``("doc 17",
+    "ibrium")``). A real title, even one its text does not repeat, is kept alone: the
+    first sentence of a paragraph from the middle of a page rarely names anything."""
+    keys = title_keys(passage.title)
+    title = passage.title.strip()
+    if passage.source is not None or not _ID.fullmatch(title):
+        return keys
+    if not set(WORD.findall(title.lower())).isdisjoint(WORD.findall(passage.text.lower())):
+        return keys
+    names = subject_names(passage.sentences[0])
+    return tuple(dict.fromkeys((*keys, *(k for name in names for k in title_keys(name)))))
 
 
 @lru_cache(maxsize=1 << 16)
@@ -103,13 +126,14 @@ class TitleBatch:
     text: np.ndarray
 
     @classmethod
-    def from_titles(cls, titles: Iterable[str], first_row: int) -> TitleBatch:
-        """The batch of ``titles``, the first of which is passage ``first_row``."""
+    def from_keys(cls, keys_per_passage: Iterable[Sequence[str]], first_row: int) -> TitleBatch:
+        """The batch of the passages' keys (:func:`passage_keys`), the first passage's row
+        being ``first_row``."""
         hashes: list[int] = []
         rows: list[int] = []
         unique: dict[str, int] = {}
-        for row, title in enumerate(titles, first_row):
-            for key in title_keys(title):
+        for row, names in enumerate(keys_per_passage, first_row):
+            for key in names:
                 hashes.append(unique.setdefault(key, _hash(key)))
                 rows.append(row)
         keys = list(unique)
@@ -251,7 +275,7 @@ class TitleIndex:
     def __init__(self, passages: Sequence[Passage], arrays: TitleArrays | None = None):
         self._passages = passages
         self._a = arrays if arrays is not None else \
-            TitleArrays.merge([TitleBatch.from_titles((p.title for p in passages), 0)])
+            TitleArrays.merge([TitleBatch.from_keys(map(passage_keys, passages), 0)])
         self._rows_by_id: dict[str, int] | None = None
 
     def __len__(self) -> int:

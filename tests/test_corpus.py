@@ -88,6 +88,25 @@ def test_split_sentences_keeps_initials_and_abbreviations_together_when_asked():
     ("Since 1990 the company had grown.", None),
 ])
 def test_lead_subject_names_what_a_lead_sentence_is_about(sentence, subject):
-    from rootweaver_innovations.text import lead_subject
+    from rootweaver_innovations.text import lead_subject, subject_names
 
     assert lead_subject(sentence) == subject
+    assert subject_names(sentence)[:1] == ((subject,) if subject else ())
+
+
+@pytest.mark.parametrize("sentence, names", [
+    ("Samuel Langhorne Clemens (November 30, 1835 - April 21, 1910), better known by his pen name Mark Twain, "
+     "was an American writer.", ("Samuel Clemens", "Samuel Langhorne Clemens", "Mark Twain")),
+    ("Vladimir Vladimirovich Nabokov ( ; Russian: Vladimir Nabokov; 22 April 1899 - 2 July 1977) was a writer.",
+     ("Vladimir Vladimirovich Nabokov", "Vladimir Nabokov")),
+    ('Edward Michael "Bear" Grylls (born 7 June 1974) is a British adventurer.',
+     ("Edward Grylls", "Edward Michael Grylls", "Bear Grylls")),
+    ("Marshall Bruce Mathers III (born October 17, 1972), known professionally as Eminem, is a rapper.",
+     ("Marshall Mathers", "Marshall Bruce Mathers", "Eminem")),
+    ("Kansas City Southern (KCS) is a railroad.", ("Kansas City Southern",)),
+    ("In 1912, he was elected.", ()),
+])
+def test_subject_names_are_every_name_a_lead_sentence_gives(sentence, names):
+    from rootweaver_innovations.text import subject_names
+
+    assert subject_names(sentence) == names

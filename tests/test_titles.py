@@ -26,6 +26,7 @@ from rootweaver_innovations.titles import (
     TitleBatch,
     TitleHashCollision,
     TitleIndex,
+    passage_keys,
     title_keys,
 )
 
@@ -61,12 +62,13 @@ def test_pages_are_every_passage_with_the_key_and_mentions_are_keys(names, sampl
 @given(st.lists(titles, min_size=1, max_size=30), st.lists(st.integers(1, 5), min_size=1, max_size=10))
 @settings(max_examples=60, deadline=None)
 def test_merged_batches_do_not_depend_on_how_the_passages_were_batched(names, cuts):
-    whole = TitleArrays.merge([TitleBatch.from_titles(names, 0)])
+    keys = [title_keys(n) for n in names]
+    whole = TitleArrays.merge([TitleBatch.from_keys(keys, 0)])
     batches, start = [], 0
     for size in cuts * len(names):
         if start >= len(names):
             break
-        batches.append(TitleBatch.from_titles(names[start : start + size], start))
+        batches.append(TitleBatch.from_keys(keys[start : start + size], start))
         start += size
     assert _arrays_equal(TitleArrays.merge(batches), whole)
 
@@ -78,10 +80,36 @@ def test_an_empty_corpus_and_titles_of_stop_words_have_no_keys():
     assert TitleIndex([]).mentions("Ernst Mach") == [] and TitleIndex([]).pages("ernst mach") == ()
 
 
+@given(titles, st.lists(st.sampled_from(("Ernst Mach (born 1838) taught.", "Prague is a city.", "it rained.")),
+                        min_size=1, max_size=3))
+@settings(max_examples=80, deadline=None)
+def test_a_record_keeps_its_title_keys_first_and_only_an_id_title_gains_names(title, sentences):
+    p = Passage("p0", title, tuple(sentences))
+    keys = passage_keys(p)
+    assert keys[: len(title_keys(title))] == title_keys(title) and len(set(keys)) == len(keys)
+    if " " in title.strip() or not any(c.isdigit() or c in "._-/:#" for c in title):
+        assert keys == title_keys(title)  # a real title (several words, or no digit or separator)
+
+
+def test_an_id_title_the_text_does_not_repeat_is_indexed_under_the_lead_subject_names():
+    from rootweaver_innovations.corpus import Source
+
+    passages = [Passage("p1", "doc-p1", ("Ernst Waldfried Josef Mach (18 February 1838 - 1916) taught in Prague.",)),
+                Passage("p2", "doc-p2", ("Prague is a city.",)),
+                Passage("p3", "Vienna", ("Prague is a city too.",)),  # a real title: never renamed
+                Passage("p4", "notes.txt", ("These notes are Prague's.",)),  # the text repeats a title word
+                Passage("p5", "doc-p5", ("Prague is old.",), Source("a.txt", (), 0, None, None))]  # a chunk
+    index = TitleIndex(passages)
+    assert passage_keys(passages[0]) == ("doc p1", "ernst mach", "ernst waldfried josef mach")
+    assert [p.id for p in index.pages("prague")] == ["p2"]
+    assert [m.key for m in index.mentions("Ernst Mach taught in Prague.")] == ["ernst mach", "prague"]
+    assert [p.id for p in index.pages("vienna")] == ["p3"] and passage_keys(passages[3]) == ("notes txt",)
+
+
 def test_two_keys_with_one_hash_are_refused_and_a_text_hash_never_matches_a_wrong_key(monkeypatch):
     monkeypatch.setattr(titles_module, "_hash", lambda text: 7)  # the fault no real 64-bit hash shows here
     with pytest.raises(TitleHashCollision):
-        TitleArrays.merge([TitleBatch.from_titles(["Ernst Mach", "Charles University"], 0)])
+        TitleArrays.merge([TitleBatch.from_keys([("ernst mach",), ("charles university",)], 0)])
     index = TitleIndex(_passages(["Ernst Mach"]))
     assert [m.key for m in index.mentions("Charles University met Ernst Mach")] == ["ernst mach"]
     assert index.pages("charles university") == ()
