@@ -96,7 +96,7 @@ _NOT_SUBJECTS = (LEADING_WORDS - _ARTICLES) | frozenset(  # words that open a cl
     "Additionally Also Currently Finally Furthermore Later Meanwhile Moreover Originally Similarly "
     "Subsequently Therefore Thus Today Together".split())
 _NAME_JOINERS = frozenset("of the de and von van der den del di la le du da dos das bin ibn al y & on for".split())
-_YEAR_BRACKET = re.compile(r"\s*\([^)]{0,80}?\b\d{4}\b")
+_YEAR_SOON = re.compile(r".{0,160}?\b(?:1\d|20)\d\d\b", re.DOTALL)  # a year in the next 160 characters
 _ONE_WORD_NICKNAME = re.compile(r"(?<=\s)[\"\u201c]([A-Z][\w.\-]*)[\"\u201d](?=\s)")  # 'Edward "Bear" Grylls'
 _KNOWN_AS = re.compile(r"\bknown (?:professionally |simply |mononymously )?(?:as|by (?:his|her|their|the) "
                        r"(?:stage |pen |ring |screen |professional )?name),? [\"\u201c]?"
@@ -128,8 +128,8 @@ def lead_subject(sentence: str) -> str | None:
 def subject_names(sentence: str) -> tuple[str, ...]:
     """Every name a lead sentence gives its subject, :func:`lead_subject` first (empty when
     it has none): then the whole name it shortened, a three- or four-word person's first and
-    last name when a bracket with a year follows ("Vladimir Vladimirovich Nabokov ( ;
-    Russian: ...; 22 April 1899" -> "Vladimir Nabokov"), a quoted one-word nickname with the
+    last name when a year follows within 160 characters ("Vladimir Vladimirovich Nabokov ( ;
+    Russian: ...; 22 April 1899" -> "Vladimir Nabokov"), both names of "X or Y", a quoted one-word nickname with the
     last name ('Edward Michael "Bear" Grylls' -> "Bear Grylls"), and the capitalised name
     after "known as" / "known by his pen name" and the like in the sentence's first 400
     characters ("better known by his pen name Mark Twain"). No duplicates."""
@@ -139,8 +139,10 @@ def subject_names(sentence: str) -> tuple[str, ...]:
     words, end, person = found
     full = " ".join(words)
     names = [f"{words[0]} {words[-1]}" if person and _LIFE_DATES.match(sentence, end) else full, full]
-    if person and _YEAR_BRACKET.match(sentence, end):
+    if person and _YEAR_SOON.match(sentence, end):
         names.append(f"{words[0]} {words[-1]}")
+    if len(words) == 3 and words[1] == "or" and _capitalised(words[2]):  # "Æthelstan or Athelstan"
+        names += [words[0], words[2]]
     nickname = _ONE_WORD_NICKNAME.search(sentence, 0, end)
     if nickname and len(words) >= 2:
         names.append(f"{nickname.group(1)} {words[-1]}")

@@ -20,6 +20,7 @@ same hash are refused when the arrays are merged (:class:`TitleHashCollision`; a
 from __future__ import annotations
 
 import re
+import unicodedata
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -64,8 +65,16 @@ class TitleHashCollision(ValueError):
 
 
 def key_of(text: str) -> str:
-    """The normalised key of ``text``: its lowercase ``\\w+`` tokens joined by single spaces."""
-    return " ".join(WORD.findall(text.lower()))
+    """The normalised key of ``text``: its lowercase ``\\w+`` tokens, accents dropped
+    ("Julián" -> "julian"), joined by single spaces."""
+    return " ".join(WORD.findall(_fold(text.lower())))
+
+
+def _fold(text: str) -> str:
+    """``text`` without combining accents (NFKD); ASCII text as it is."""
+    if text.isascii():
+        return text
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
 def title_keys(title: str) -> tuple[str, ...]:
@@ -340,7 +349,7 @@ class TitleIndex:
         (running prose); questions are matched without it (they are often lower-cased).
         """
         words = list(WORD.finditer(text))
-        tokens = [w.group(0).lower() for w in words]
+        tokens = [_fold(w.group(0).lower()) for w in words]
         starts: list[Sequence[int]] = [()] * len(tokens)
         at = [i for i, w in enumerate(words) if not proper_only or _capital(text, w.start())]
         for i, ls in zip(at, self._lengths([tokens[i] for i in at])):
