@@ -227,19 +227,20 @@ def plan_bridges(
     Title links are read from the first-hop passages and from the passages the compared
     and question-named entities point to (which the head of the plan will take).
     Every proposal's sub-query is its entity plus the question terms (BM25 tokens) that
-    the entity's own passage or sentence does not already hold. Entities already covered by
-    a first-hop passage's title are not proposed again; duplicates keep their first place.
+    the entity's own passage or sentence does not already hold. An entity whose every
+    passage hop 1 took is not proposed again; duplicates keep their first place.
     """
     q_terms = bm25_tokenize(question)
     q_lower = question.lower()
     seen_ids = {p.id for p in first_hop}
-    used: set[str] = {k for p in first_hop for k in passage_keys(p)}
     head: list[Proposal] = []
     named_sources: list[tuple[int, Passage]] = []  # (row, passage) of the first page of each head hop
 
     def unseen_pages(key: str) -> list[tuple[int, Passage]]:
         """``(row, passage)`` of the passages titled under ``key`` that hop 1 did not take."""
         return [(row, p) for row in index.rows(key) if (p := index.passages[row]).id not in seen_ids]
+
+    used: set[str] = {k for p in first_hop for k in passage_keys(p) if not unseen_pages(k)}
 
     def entity_proposal(name: str, reason: str) -> None:
         key = key_of(name)

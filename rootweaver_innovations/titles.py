@@ -67,13 +67,12 @@ class TitleHashCollision(ValueError):
 def key_of(text: str) -> str:
     """The normalised key of ``text``: its lowercase ``\\w+`` tokens, accents dropped
     ("Julián" -> "julian"), joined by single spaces."""
-    return " ".join(WORD.findall(_fold(text.lower())))
+    text = text.lower()
+    return " ".join(WORD.findall(text if text.isascii() else _fold(text)))
 
 
 def _fold(text: str) -> str:
-    """``text`` without combining accents (NFKD); ASCII text as it is."""
-    if text.isascii():
-        return text
+    """``text`` without combining accents (NFKD)."""
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
@@ -349,7 +348,7 @@ class TitleIndex:
         (running prose); questions are matched without it (they are often lower-cased).
         """
         words = list(WORD.finditer(text))
-        tokens = [_fold(w.group(0).lower()) for w in words]
+        tokens = [w if w.isascii() else _fold(w) for w in (m.group(0).lower() for m in words)]
         starts: list[Sequence[int]] = [()] * len(tokens)
         at = [i for i, w in enumerate(words) if not proper_only or _capital(text, w.start())]
         for i, ls in zip(at, self._lengths([tokens[i] for i in at])):
