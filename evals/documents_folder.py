@@ -7,7 +7,10 @@ The pool of the rows' paragraphs is written four ways and indexed by the product
 - ``md``: one Markdown file per paragraph, its title as the ``#`` heading (a wiki export);
 - ``txt``: one untitled text file per paragraph, named ``doc-<n>.txt``;
 - ``txt5``: untitled text files of five consecutive pool paragraphs each (blank line between),
-  so chunks are cut across unrelated paragraphs and share one file name as title.
+  so chunks are cut across unrelated paragraphs and share one file name as title;
+- ``win40``: the issue's untitled chunks as a JSONL corpus a user chunked themselves: each
+  paragraph cut into windows of 40 words (stride 30), one ``{id, title, text}`` record per
+  window, titled by its paragraph's file name (``doc-<hash>.txt``).
 
 Per layout: all-gold (every gold paragraph overlapped by a read passage: the same id for
 ``jsonl``, a shared word 8-gram otherwise), all-support (every labelled supporting sentence
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import hashlib
 import io
 import json
 import tempfile
@@ -37,13 +41,15 @@ import numpy as np
 
 from rootweaver_capabilities.cli import main as rootweaver
 from rootweaver_innovations.budget import default_token_counter
+from rootweaver_innovations.corpus import passage_from_object
 from rootweaver_innovations.diagnostics import answer_in_context, paired_bootstrap_ci
 from rootweaver_innovations.documents import passage_record
 from rootweaver_innovations.index import open_index
 
 from .datasets import DATASETS, build_open_pool, is_yes_no, load_rows
 
-LAYOUTS = ("jsonl", "md", "txt", "txt5")
+LAYOUTS = ("jsonl", "md", "txt", "txt5", "win40")
+WINDOW_WORDS, WINDOW_STRIDE = 40, 30
 
 
 def _grams(text: str, n: int = 8) -> set[tuple[str, ...]]:
@@ -60,6 +66,11 @@ def _support(row, pool_ids: dict[tuple[str, str], str], by_id: dict) -> list[tup
             if t in own and 0 <= i < len(by_id[own[t]].sentences)]
 
 
+def _file(record: dict) -> str:
+    """The file a read passage comes from: its source path, or (``win40``) its title."""
+    return record["source"]["path"] if "source" in record else record["title"]
+
+
 def _supported(ids: list[str], support: list[tuple[str, str]], *, records: dict[str, dict],
                where: dict[str, str] | None) -> float:
     """1.0 when every supporting sentence overlaps a read passage: its paragraph's id (``where``
@@ -69,7 +80,7 @@ def _supported(ids: list[str], support: list[tuple[str, str]], *, records: dict[
     chunks = [records[i] for i in ids]
     for g, sentence in support:
         n = min(8, len(sentence.split()))
-        if not any(c["source"]["path"] == where[g] and _grams(sentence, n) & _grams(" ".join(c["sentences"]), n)
+        if not any(_file(c) == where[g] and _grams(sentence, n) & _grams(" ".join(c["sentences"]), n)
                    for c in chunks):
             return 0.0
     return 1.0
@@ -83,6 +94,17 @@ def write_layout(layout: str, passages, root: Path) -> tuple[Path, dict[str, str
         path.write_text("".join(json.dumps(passage_record(p)) + "\n"
                                 for p in passages), encoding="utf-8")
         return path, {p.id: p.id for p in passages}
+    if layout == "win40":
+        path = root / "win40.jsonl"
+        with path.open("w", encoding="utf-8") as fh:
+            for p in passages:
+                name = f"doc-{hashlib.sha1(p.id.encode()).hexdigest()[:10]}.txt"
+                words = p.text.split()
+                for k, start in enumerate(range(0, max(len(words) - WINDOW_WORDS, 0) + WINDOW_STRIDE, WINDOW_STRIDE)):
+                    text = " ".join(words[start:start + WINDOW_WORDS])
+                    fh.write(json.dumps({"id": f"{name}#{k}", "title": name, "text": text}) + "\n")
+                where[p.id] = name
+        return path, where
     folder = root / layout
     folder.mkdir()
     if layout == "txt5":
@@ -107,7 +129,7 @@ def _covers(ids: list[str], gold: frozenset[str], *, records: dict[str, dict], w
     if where is None:
         return float(gold <= set(ids))
     chunks = [records[i] for i in ids]
-    return float(all(any(c["source"]["path"] == where[g] and _grams(" ".join(c["sentences"]))
+    return float(all(any(_file(c) == where[g] and _grams(" ".join(c["sentences"]))
                          & _grams(paragraphs[g].text) for c in chunks) for g in gold))
 
 
@@ -140,9 +162,10 @@ def run(rows, *, layouts: Sequence[str] = LAYOUTS, chunk_tokens: int = 128, max_
                     raise RuntimeError(f"index build failed for {layout}")
             built_s = time.perf_counter() - started
             records = {}
-            for line in (index / "passages" / "records.jsonl").read_text(encoding="utf-8").splitlines():
-                obj = json.loads(line)
-                records[obj["id"]] = obj
+            stored = index / "passages" / "records.jsonl"
+            for lineno, line in enumerate(stored.read_text(encoding="utf-8").splitlines(), 1):
+                obj = json.loads(line)  # a `text` record (win40) is read as the product splits it
+                records[obj["id"]] = {**obj, "sentences": list(passage_from_object(obj, stored, lineno).sentences)}
             retriever = open_index(index).retriever()
             count = default_token_counter().count
             size = {i: count(" ".join(r["sentences"])) for i, r in records.items()}

@@ -125,17 +125,21 @@ class ReadingBudget:
     provenance: Mapping[str, Any]
 
     def passages(self, max_passages: int, passages: Sequence[Passage]) -> int:
-        """The loop's passage budget over ``passages``: ``max_passages`` for a corpus of
-        paragraphs; for a corpus of document chunks (a ``source`` on its first passage), as many
-        chunks as hold the reader tokens of ``max_passages`` paragraphs, ``round(max_passages *
-        paragraph_tokens / mean chunk tokens)`` (at least 1; the mean over an evenly strided
-        sample of at most 512 chunks, so the result is deterministic)."""
+        """The loop's passage budget over ``passages``: for a corpus of chunks, as many as hold
+        the reader tokens of ``max_passages`` paragraphs, ``round(max_passages *
+        paragraph_tokens / mean chunk tokens)`` (at least 1); else ``max_passages``. Chunks are
+        the passages of a folder (a ``source`` on the first passage), or records that average
+        at most half a paragraph (a JSONL corpus a user chunked: 40-word windows read 24 at a
+        time). The mean is over an evenly strided sample of at most 512 passages, so the
+        result is deterministic."""
         n = len(passages)
-        if n == 0 or passages[0].source is None:
+        if n == 0:
             return max_passages
         count = default_token_counter().count
         sample = [passages[i] for i in range(0, n, max(1, n // _READING_SAMPLE))][:_READING_SAMPLE]
         mean = sum(count(p.text) for p in sample) / len(sample)
+        if passages[0].source is None and mean > self.paragraph_tokens / 2:
+            return max_passages
         return max(1, round(max_passages * self.paragraph_tokens / max(mean, 1.0)))
 
 

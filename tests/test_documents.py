@@ -210,19 +210,23 @@ def test_index_build_of_an_unreadable_folder_exits_2(tmp_path, capsys):
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.integers(1, 40), st.lists(st.integers(1, 60), min_size=1, max_size=30))
+@given(st.integers(1, 40), st.lists(st.integers(1, 200), min_size=1, max_size=30))
 def test_the_reading_budget_leaves_paragraphs_alone_and_scales_chunks(max_passages, lengths):
     from rootweaver_innovations.corpus import Passage, Source
     from rootweaver_innovations.documents import load_reading_budget
 
     budget = load_reading_budget()
     texts = [" ".join(["word"] * n) for n in lengths]
-    paragraphs = [Passage(f"p{i}", "T", (t,)) for i, t in enumerate(texts)]
-    assert budget.passages(max_passages, paragraphs) == max_passages
     chunks = [Passage(f"c{i}", "T", (t,), Source("a.txt", (), i)) for i, t in enumerate(texts)]
     count = default_token_counter().count
     mean = sum(count(t) for t in texts) / len(texts)
-    assert budget.passages(max_passages, chunks) == max(1, round(max_passages * budget.paragraph_tokens / mean))
+    scaled = max(1, round(max_passages * budget.paragraph_tokens / mean))
+    assert budget.passages(max_passages, chunks) == scaled
+    # JSONL records count as chunks only when they average at most half a paragraph
+    records = [Passage(f"p{i}", "T", (t,)) for i, t in enumerate(texts)]
+    assert budget.passages(max_passages, records) == (scaled if mean <= budget.paragraph_tokens / 2 else max_passages)
+    paragraphs = [Passage(p.id, p.title, (" ".join(["word"] * 140),)) for p in records]
+    assert budget.passages(max_passages, paragraphs) == max_passages
     longer = [Passage(p.id, p.title, (p.text + " more words here",), p.source) for p in chunks]
     assert budget.passages(max_passages, longer) <= budget.passages(max_passages, chunks)
 
