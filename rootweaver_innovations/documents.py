@@ -58,6 +58,7 @@ DOCUMENT_TYPES: Mapping[str, str] = {".txt": "text", ".text": "text", ".md": "ma
 INSTALL_HINT = "pip install 'rootweaver[documents]'"
 READING_FILE = Path(__file__).resolve().parent / "data" / "reading_budget.json"
 _READING_SAMPLE = 512  # passages whose mean length stands for the corpus's
+_CHUNK_PROBE = 16  # JSONL records whose mean length tells chunks from paragraphs
 _BLOCK_CHARS = 1 << 16  # text handed to the splitter at once (a section is cut into such blocks)
 _SPLITTER = "langchain-text-splitters RecursiveCharacterTextSplitter"
 # coarsest first: paragraphs, lines, sentence ends, clause marks, words, characters
@@ -130,17 +131,21 @@ class ReadingBudget:
         paragraph_tokens / mean chunk tokens)`` (at least 1); else ``max_passages``. Chunks are
         the passages of a folder (a ``source`` on the first passage), or records that average
         at most half a paragraph (a JSONL corpus a user chunked: 40-word windows read 24 at a
-        time). The mean is over an evenly strided sample of at most 512 passages, so the
-        result is deterministic."""
-        n = len(passages)
-        if n == 0:
+        time; whether they do is read off 16 of them, so a corpus of paragraphs costs 16
+        token counts). Means are over evenly strided samples (at most 512 passages for the
+        budget), so the result is deterministic."""
+        if not passages:
             return max_passages
-        count = default_token_counter().count
-        sample = [passages[i] for i in range(0, n, max(1, n // _READING_SAMPLE))][:_READING_SAMPLE]
-        mean = sum(count(p.text) for p in sample) / len(sample)
-        if passages[0].source is None and mean > self.paragraph_tokens / 2:
+        if passages[0].source is None and _mean_tokens(passages, _CHUNK_PROBE) > self.paragraph_tokens / 2:
             return max_passages
-        return max(1, round(max_passages * self.paragraph_tokens / max(mean, 1.0)))
+        return max(1, round(max_passages * self.paragraph_tokens / max(_mean_tokens(passages, _READING_SAMPLE), 1.0)))
+
+
+def _mean_tokens(passages: Sequence[Passage], k: int) -> float:
+    """Mean reader tokens of an evenly strided sample of at most ``k`` of ``passages`` (non-empty)."""
+    count = default_token_counter().count
+    sample = [passages[i] for i in range(0, len(passages), max(1, len(passages) // k))][:k]
+    return sum(count(p.text) for p in sample) / len(sample)
 
 
 @lru_cache(maxsize=2)
