@@ -130,9 +130,9 @@ class ReadingBudget:
         the reader tokens of ``max_passages`` paragraphs, ``round(max_passages *
         paragraph_tokens / mean chunk tokens)`` (at least 1); else ``max_passages``. Chunks are
         the passages of a folder (a ``source`` on the first passage), or records that average
-        at most half a paragraph (a JSONL corpus a user chunked: 40-word windows read 24 at a
-        time; whether they do is read off 16 of them, so a corpus of paragraphs costs 16
-        token counts). Means are over evenly strided samples (at most 512 passages for the
+        at most half a paragraph (a JSONL corpus a user chunked: 40-word windows are read 25
+        or 26 at a time; whether they do is read off 16 of them, so a corpus of paragraphs
+        costs 16 token counts). Means are over evenly strided samples (at most 512 passages for the
         budget), so the result is deterministic."""
         if not passages:
             return max_passages

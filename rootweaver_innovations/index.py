@@ -371,7 +371,7 @@ class _Chunk:
 
 def _parse_chunk(corpus: Path, numbered: list[tuple[int, bytes]]) -> _Chunk:
     """Parse, validate and count one chunk of ``(line number, line)`` (blank lines dropped)."""
-    ids, linenos, lines, tokens, titles = [], [], [], [], []
+    ids, linenos, lines, tokens, keys = [], [], [], [], []
     for lineno, line in numbered:
         if not line.strip():
             continue
@@ -388,10 +388,10 @@ def _parse_chunk(corpus: Path, numbered: list[tuple[int, bytes]]) -> _Chunk:
         linenos.append(lineno)
         lines.append(line if line.endswith(b"\n") else line + b"\n")
         tokens.append(passage_tokens(p))
-        titles.append(passage_keys(p))
+        keys.append(passage_keys(p))
     vocab = Vocabulary()
     term, doc, tf, lengths = count_chunk(tokens, vocab, 0)
-    return _Chunk(ids, linenos, lines, list(vocab), term, doc, tf, lengths, TitleBatch.from_keys(titles, 0))
+    return _Chunk(ids, linenos, lines, list(vocab), term, doc, tf, lengths, TitleBatch.from_keys(keys, 0))
 
 
 def _chunks(lines: Iterator[bytes], size: int) -> Iterator[list[tuple[int, bytes]]]:

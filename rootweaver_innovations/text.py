@@ -129,10 +129,11 @@ def subject_names(sentence: str) -> tuple[str, ...]:
     """Every name a lead sentence gives its subject, :func:`lead_subject` first (empty when
     it has none): then the whole name it shortened, a three- or four-word person's first and
     last name when a year follows within 160 characters ("Vladimir Vladimirovich Nabokov ( ;
-    Russian: ...; 22 April 1899" -> "Vladimir Nabokov"), both names of "X or Y", a quoted one-word nickname with the
-    last name ('Edward Michael "Bear" Grylls' -> "Bear Grylls"), and the capitalised name
-    after "known as" / "known by his pen name" and the like in the sentence's first 400
-    characters ("better known by his pen name Mark Twain"). No duplicates."""
+    Russian: ...; 22 April 1899" -> "Vladimir Nabokov"), both names of "X or Y", a quoted
+    one-word nickname with the last name ('Edward Michael "Bear" Grylls' -> "Bear Grylls"),
+    and the capitalised name after "known as" / "known by his pen name" and the like in the
+    sentence's first 400 characters ("better known by his pen name Mark Twain"). No
+    duplicates."""
     found = _subject(sentence)
     if found is None:
         return ()
