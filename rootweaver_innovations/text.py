@@ -121,8 +121,8 @@ def lead_subject(sentence: str) -> str | None:
     person's name of three or four words followed by life dates ("Harvey Lawrence Pekar
     (October 8, 1939 - ...") is given as first and last name ("Harvey Pekar"), the way other
     texts mention them, unless it opens with an initial ("S. Sylvan Simon")."""
-    names = subject_names(sentence)
-    return names[0] if names else None
+    found = _subject(sentence)
+    return None if found is None else _lead_name(sentence, *found)
 
 
 def subject_names(sentence: str) -> tuple[str, ...]:
@@ -139,7 +139,7 @@ def subject_names(sentence: str) -> tuple[str, ...]:
         return ()
     words, end, person = found
     full = " ".join(words)
-    names = [f"{words[0]} {words[-1]}" if person and _LIFE_DATES.match(sentence, end) else full, full]
+    names = [_lead_name(sentence, words, end, person), full]
     if person and _YEAR_SOON.match(sentence, end):
         names.append(f"{words[0]} {words[-1]}")
     if len(words) == 3 and words[1] == "or" and _capitalised(words[2]):  # "Æthelstan or Athelstan"
@@ -149,6 +149,11 @@ def subject_names(sentence: str) -> tuple[str, ...]:
         names.append(f"{nickname.group(1)} {words[-1]}")
     names += [k.group(1) for k in _KNOWN_AS.finditer(sentence[:400])]
     return tuple(dict.fromkeys(names))
+
+
+def _lead_name(sentence: str, words: list[str], end: int, person: bool) -> str:
+    """:func:`lead_subject`'s name: a person's first and last name when life dates follow, else the words."""
+    return f"{words[0]} {words[-1]}" if person and _LIFE_DATES.match(sentence, end) else " ".join(words)
 
 
 def _subject(sentence: str) -> tuple[list[str], int, bool] | None:
