@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from .corpus import Passage, Source
 from .text import fold_whitespace
+from .titles import id_titled
 
 __all__ = ["FACT_SEPARATOR", "Fact", "facts_from_passages", "format_fact"]
 
@@ -32,11 +33,13 @@ class Fact:
     sentence (0-based) as stored, ``hop`` the 0-based loop iteration that retrieved it,
     ``sub_query`` the query that hop issued, ``rank`` the passage's 0-based place among the
     hop's new passages and ``score`` the retriever's score for it. ``source`` is the passage's
-    provenance when it is a chunk of a document (not compared).
+    provenance when it is a chunk of a document (not compared). ``id_title``: the title is an
+    id that names nothing (:func:`~rootweaver_innovations.titles.id_titled`; not compared).
 
     Derived once at construction (not compared, not in ``repr``): ``body``, the sentence with
     whitespace runs folded to one space, and ``line``, the fact as one context line,
-    ``"<title> | <body>"`` (:func:`format_fact`).
+    ``"<title> | <body>"`` (:func:`format_fact`), or ``body`` alone under an id title (a reader
+    gains nothing from ``doc-3f2a.txt`` and the budget would pay for it on every line).
     A field of the wrong type, a negative index, hop or rank, or a score that is not a finite
     number raises ``ValueError`` naming the passage and the field.
     """
@@ -50,6 +53,7 @@ class Fact:
     rank: int = 0
     score: float = 0.0
     source: Source | None = field(default=None, repr=False, compare=False)
+    id_title: bool = field(default=False, repr=False, compare=False)
     body: str = field(init=False, repr=False, compare=False)
     line: str = field(init=False, repr=False, compare=False)
 
@@ -60,7 +64,7 @@ class Fact:
             self._refuse()
         body = fold_whitespace(self.sentence)
         object.__setattr__(self, "body", body)
-        object.__setattr__(self, "line", format_fact(self.title, body))
+        object.__setattr__(self, "line", body if self.id_title else format_fact(self.title, body))
 
     def _refuse(self) -> None:
         """Raise ``ValueError`` for the first bad field (the check above found one)."""
@@ -90,13 +94,16 @@ def facts_from_passages(
     """Every non-blank sentence of ``passages`` as facts, in passage order then sentence order.
 
     ``rank`` is the passage's index in ``passages``; ``scores`` (one per passage) default to 0.
+    A passage titled by an id (:func:`~rootweaver_innovations.titles.id_titled`) gives facts
+    with ``id_title`` set.
     """
     score_list = list(scores) if scores is not None else [0.0] * len(passages)
     if len(score_list) != len(passages):
         raise ValueError(f"got {len(score_list)} scores for {len(passages)} passages")
     return [
-        Fact(p.id, p.title, s, j, hop, sub_query, rank, float(score), p.source)
+        Fact(p.id, p.title, s, j, hop, sub_query, rank, float(score), p.source, opaque)
         for rank, (p, score) in enumerate(zip(passages, score_list))
+        for opaque in (id_titled(p),)
         for j, s in enumerate(p.sentences)
         if s.strip()
     ]

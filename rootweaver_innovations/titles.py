@@ -42,6 +42,7 @@ __all__ = [
     "TitleBatch",
     "TitleHashCollision",
     "TitleIndex",
+    "id_titled",
     "key_of",
     "passage_keys",
     "title_keys",
@@ -100,13 +101,20 @@ def passage_keys(passage: Passage) -> tuple[str, ...]:
     "ibrium")``). A real title, even one its text does not repeat, is kept alone: the
     first sentence of a paragraph from the middle of a page rarely names anything."""
     keys = title_keys(passage.title)
-    title = passage.title.strip()
-    if passage.source is not None or not _ID.fullmatch(title):
-        return keys
-    if not set(WORD.findall(title.lower())).isdisjoint(WORD.findall(passage.text.lower())):
+    if not id_titled(passage):
         return keys
     names = subject_names(passage.sentences[0])
     return tuple(dict.fromkeys((*keys, *(k for name in names for k in title_keys(name)))))
+
+
+def id_titled(passage: Passage) -> bool:
+    """``passage`` is a record (no ``source``) titled by an id (one token with a digit or one of
+    ``._-/:#``, or nothing) that shares no word with its text: ``doc-17``, ``notes_2019.txt``,
+    not ``AC/DC`` or ``1984``, whose pages say their names. Such a title names nothing a
+    question or a reader can use."""
+    title = passage.title.strip()
+    return (passage.source is None and _ID.fullmatch(title) is not None
+            and set(WORD.findall(title.lower())).isdisjoint(WORD.findall(passage.text.lower())))
 
 
 @lru_cache(maxsize=1 << 16)

@@ -26,6 +26,7 @@ from rootweaver_innovations.titles import (
     TitleBatch,
     TitleHashCollision,
     TitleIndex,
+    id_titled,
     passage_keys,
     title_keys,
 )
@@ -104,6 +105,26 @@ def test_an_id_title_the_text_does_not_repeat_is_indexed_under_the_lead_subject_
     assert [p.id for p in index.pages("prague")] == ["p2"]
     assert [m.key for m in index.mentions("Ernst Mach taught in Prague.")] == ["ernst mach", "prague"]
     assert [p.id for p in index.pages("vienna")] == ["p3"] and passage_keys(passages[3]) == ("notes txt",)
+
+
+def test_an_id_title_is_left_out_of_the_fact_line_and_its_records_are_one_document():
+    from rootweaver_innovations.corpus import Source
+    from rootweaver_innovations.packing import fact_candidates
+    from rootweaver_innovations.records import facts_from_passages
+
+    passages = [Passage("w0", "doc-9f.txt", ("Ibrium was the vizier of Ebla.", "He served")),
+                Passage("w1", "doc-9f.txt", ("served Ishar Damu for 17 years.",)),
+                Passage("p2", "AC/DC", ("AC/DC are a rock band.",)),  # an id-shaped title its text says
+                Passage("p3", "", ("An untitled record.",)),
+                Passage("p4", "", ("Another untitled record.",)),
+                Passage("c5", "doc-7", ("A chunk.",), Source("a.txt", (), 0, None, None))]
+    assert [id_titled(p) for p in passages] == [True, True, False, True, True, False]
+    facts = facts_from_passages(passages)
+    assert [f.line for f in facts] == ["Ibrium was the vizier of Ebla.", "He served", "served Ishar Damu for 17 years.",
+                                       "AC/DC | AC/DC are a rock band.", "An untitled record.",
+                                       "Another untitled record.", "doc-7 | A chunk."]
+    docs = [c.doc_id for c in fact_candidates("Who was the vizier of Ebla?", facts)]
+    assert docs[0] == docs[1] == docs[2] and len(set(docs[2:])) == 5  # one file's records; "" groups nothing
 
 
 def test_two_keys_with_one_hash_are_refused_and_a_text_hash_never_matches_a_wrong_key(monkeypatch):

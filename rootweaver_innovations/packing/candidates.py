@@ -230,21 +230,26 @@ def text_terms(text: str) -> _DocTerms:
 
 
 def _document(fact: Fact) -> str:
-    """The document a fact belongs to: its passage, or for a chunk its file and title."""
-    return fact.passage_id if fact.source is None else f"{fact.source.path}\x1f{fact.title}"
+    """The document a fact belongs to: its passage; for a chunk its file and title; for a record
+    titled by an id, that id (the records a user cut from one file and titled by its name; an
+    empty title groups nothing)."""
+    if fact.source is not None:
+        return f"{fact.source.path}\x1f{fact.title}"
+    return f"\x1f{fact.title}" if fact.id_title and fact.title.strip() else fact.passage_id
 
 
 def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
     """One packing candidate per fact: the only way facts become candidates.
 
-    ``text`` is the fact's context line (``"<title> | <sentence>"``, what the reader sees and
-    the budget pays for), ``body`` its sentence with whitespace folded, ``doc_id`` the passage id
-    (a chunk of a user's file: its path and title, so the chunks that carry one part of a
-    document on are one document to the packers, as a paragraph's sentences are), ``source``
-    the title, ``position`` the fact's index in ``facts`` (the loop's hop and rank order),
-    ``relevance`` :func:`okapi_scores` of the line's terms against ``question``, clipped at
-    0; ``hop`` and ``sub_query`` the fact's. Facts whose sentence is blank are skipped. The product's compactors, the packing eval
-    and the evidence model's fitting script all build candidates here.
+    ``text`` is the fact's context line (:attr:`~rootweaver_innovations.records.Fact.line`, what
+    the reader sees and the budget pays for), ``body`` its sentence with whitespace folded,
+    ``doc_id`` the passage id (a chunk of a user's file: its path and title, so the chunks that
+    carry one part of a document on are one document to the packers, as a paragraph's sentences
+    are; records titled by one id likewise), ``source`` the title, ``position`` the fact's index
+    in ``facts`` (the loop's hop and rank order), ``relevance`` :func:`okapi_scores` of the
+    line's terms against ``question``, clipped at 0; ``hop`` and ``sub_query`` the fact's. Facts
+    whose sentence is blank are skipped. The product's compactors, the packing eval and the
+    evidence model's fitting script all build candidates here.
     """
     items = [f for f in facts if f.body]
     scores = _okapi([text_terms(f.line) for f in items], bm25_tokenize(question))
