@@ -1,7 +1,7 @@
 """Refit the ``evidence`` packer's two models and write ``rootweaver_innovations/data/evidence_model.json``.
 
 Usage: python scripts/fit_evidence_weights.py [--datasets hotpotqa,musique]
-       [--no-opaque-copies] [--source loop|top5] [--out PATH] [--check]
+       [--no-opaque-copies] [--chunk-layouts txt,txt5,win40] [--source loop|top5] [--out PATH] [--check]
 
 Tuning half only: the even-indexed rows (``rows[0::2]``) of each bundled dev set named by
 ``--datasets`` (``name:k`` counts that set's problems k times in both fits). Candidates
@@ -12,8 +12,11 @@ BM25 top-5 of the question's own paragraphs (``--source top5``), turned into can
 compactor calls. Unless ``--no-opaque-copies``, every problem is also fitted a second time
 with each title replaced by an opaque id (``doc-<passage id>``, as ``--opaque-titles`` does
 in the evals): what users with their own documents get, so the title-free features carry
-weight. Labels (used here, offline, never by the policy): a document is a gold
-paragraph; a sentence contains the normalised answer.
+weight. ``--chunk-layouts`` adds each problem once more per layout, the pool written as a
+user's files or chunks (:mod:`evals.documents_folder`) and read as the product reads them.
+Labels (used here, offline, never by the policy): a document is a gold paragraph (in a chunk
+layout: holds a fact from a gold paragraph's file that opens with 8 of its words); a sentence
+contains the normalised answer.
 
 1. Documents: L2-regularised logistic regression (penalty ||w||^2 / (2C), C = 1, bias
    unpenalised) of "gold paragraph" on the document features, by Newton's method.
@@ -35,16 +38,19 @@ import dataclasses
 import datetime
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 from scipy.optimize import minimize
 
 from evals.datasets import DATASETS, DEFAULT_DATA_ROOT, build_open_pool
+from evals.documents_folder import LAYOUTS, write_layout
 from evals.loops import product_loop
 from evals.packing import TOP_K, retrieved_candidates
-from rootweaver_innovations.corpus import CorpusError, load_qa_rows
+from rootweaver_innovations.corpus import CorpusError, load_corpus_jsonl, load_qa_rows
 from rootweaver_innovations.diagnostics import answer_in_context
+from rootweaver_innovations.documents import load_documents
 from rootweaver_innovations.evidence import MODEL_FILE, EvidenceModel, EvidenceParams, ProblemFeatures
 from rootweaver_innovations.packing import Budget, default_token_counter, fact_candidates, pack
 from rootweaver_innovations.packing import register_policy
@@ -107,9 +113,35 @@ def _opaque(facts):
     return [dataclasses.replace(f, title=f"doc-{f.passage_id}") for f in facts]
 
 
-def _problems(rows, source: str, budget: Budget, opaque_copies: bool):
+def _chunk_items(rows, layout: str) -> list:
+    """(row, gold document ids, facts) for each row: the pool written as ``layout``
+    (:func:`evals.documents_folder.write_layout`), read as the product reads it, and the loop run
+    over it. A document (:func:`~rootweaver_innovations.packing.candidates.fact_candidates`'
+    ``doc_id``) is gold when one of its facts comes from a gold paragraph's file and shares a run
+    of min(8, its length) words with that paragraph."""
+    pool = build_open_pool(rows)
+    text = {p.id: " ".join(p.text.lower().split()) for p in pool.passages}
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus, where = write_layout(layout, pool.passages, Path(tmp))
+        passages = load_documents(corpus).passages if corpus.is_dir() else load_corpus_jsonl(corpus)
+    rag = product_loop(BM25Retriever(list(passages)))
+    items = []
+    for row, gold in zip(rows, pool.gold):
+        facts = rag.multi_hop_search(row.question).facts
+        docs = set()
+        for f, c in zip((f for f in facts if f.body), fact_candidates(row.question, facts)):
+            words = f.body.lower().split()
+            run = " ".join(words[:8])
+            if any(where[g] == (f.source.path if f.source else f.title) and run in text[g] for g in gold):
+                docs.add(c.doc_id)
+        items.append((row, frozenset(docs), facts))
+    return items
+
+
+def _problems(rows, source: str, budget: Budget, opaque_copies: bool, chunk_layouts: tuple[str, ...] = ()):
     """(row, gold ids, captured problem) for each row with candidates, product-shaped; with
-    ``opaque_copies`` each row a second time with opaque titles."""
+    ``opaque_copies`` each row a second time with opaque titles, and once more per layout of
+    ``chunk_layouts`` (loop source only)."""
     out = []
     if source == "loop":
         pool = build_open_pool(rows)
@@ -125,6 +157,13 @@ def _problems(rows, source: str, budget: Budget, opaque_copies: bool):
     for opaque in variants:
         for row, gold, facts in items:
             cands = fact_candidates(row.question, _opaque(facts) if opaque else facts)
+            if cands:
+                _CAPTURED.clear()
+                pack("_capture_problem", cands, row.question, budget)
+                out.append((row, gold, _CAPTURED[0]))
+    for layout in chunk_layouts:
+        for row, gold, facts in _chunk_items(rows, layout):
+            cands = fact_candidates(row.question, facts)
             if cands:
                 _CAPTURED.clear()
                 pack("_capture_problem", cands, row.question, budget)
@@ -145,6 +184,15 @@ def _dataset_weights(text: str) -> list[tuple[str, int]]:
     return out
 
 
+def _layouts(text: str) -> tuple[str, ...]:
+    """``"txt,win40"`` -> ``("txt", "win40")``; a layout not in ``evals.documents_folder`` is refused."""
+    out = tuple(filter(None, (p.strip() for p in text.split(","))))
+    bad = [x for x in out if x not in LAYOUTS or x == "jsonl"]
+    if bad:
+        raise argparse.ArgumentTypeError(f"expected layouts of {[x for x in LAYOUTS if x != 'jsonl']}, got {bad}")
+    return out
+
+
 def _named(columns: dict[str, np.ndarray], rows: int) -> tuple[list[str], np.ndarray]:
     names = list(columns)
     return names, np.column_stack([np.broadcast_to(np.asarray(columns[n], dtype=np.float64), (rows,)) for n in names])
@@ -157,6 +205,9 @@ def main() -> None:
     ap.add_argument("--no-opaque-copies", dest="opaque_copies", action="store_false",
                     help="fit on titled candidates only")
     ap.add_argument("--source", choices=("loop", "top5"), default="loop")
+    ap.add_argument("--chunk-layouts", type=_layouts, default=(),
+                    help="comma list of evals.documents_folder layouts (txt, txt5, win40, md) the pool is also "
+                         "written as and fitted on (loop source; default none)")
     ap.add_argument("--doc-c", type=float, default=1.0)
     ap.add_argument("--l2", type=float, default=10.0)
     ap.add_argument("--out", type=Path, default=SHIPPED)
@@ -172,7 +223,7 @@ def main() -> None:
         except CorpusError as exc:
             ap.error(str(exc))
         rows = all_rows[0::2]
-        captured += _problems(rows, args.source, budget, args.opaque_copies) * k
+        captured += _problems(rows, args.source, budget, args.opaque_copies, args.chunk_layouts) * k
         used.append(f"evals/data/{DATASETS[name]}: even-indexed rows 0, 2, ... ({len(rows)} of {len(all_rows)})"
                     + (f", counted {k} times" if k > 1 else ""))
     params = EvidenceModel.load(args.out).params if args.out.is_file() else EvidenceParams()
@@ -213,7 +264,10 @@ def main() -> None:
             "candidates": f"{args.source}: " + ("MultiHopRAG facts over the open pool" if args.source == "loop"
                                                 else f"BM25 top-{TOP_K} of the question's own paragraphs")
             + ", packing.candidates.fact_candidates"
-            + (", each problem also with opaque titles (doc-<passage id>)" if args.opaque_copies else ""),
+            + (", each problem also with opaque titles (doc-<passage id>)" if args.opaque_copies else "")
+            + (f", and over the pool written as {', '.join(args.chunk_layouts)} (evals.documents_folder; a "
+               "document is gold when a fact of it comes from a gold paragraph's file and opens with 8 of its "
+               "words)" if args.chunk_layouts else ""),
             "fit": {"problems": len(captured), "documents": int(sum(map(len, doc_y))), "answer_groups": len(groups),
                     "doc_c": args.doc_c, "l2": args.l2},
             "params": "kept from the previous model file: coverage (of the linear bonus coverage * q_d), price "
