@@ -30,7 +30,7 @@ from rootweaver_innovations.compaction import CompactionRequest, LineCompactor
 from rootweaver_innovations.context_format import SynthContext
 from rootweaver_innovations.corpus import Passage, split_sentences
 from rootweaver_innovations.multihop import MultiHopRAG
-from rootweaver_innovations.records import Fact
+from rootweaver_innovations.records import facts_from_passages
 from rootweaver_innovations.text import reasoning_key_terms
 from rootweaver_innovations.retrieval import ScoredPassage
 
@@ -100,10 +100,7 @@ class LineCompactorCompressor(BaseDocumentCompressor):
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
-        facts = []  # rank: the document's index
-        for d, doc in enumerate(documents):
-            passage = document_to_passage(doc)
-            facts += [Fact(passage.id, passage.title, sentence, s, rank=d) for s, sentence in enumerate(passage.sentences)]
+        facts = facts_from_passages([document_to_passage(doc) for doc in documents])  # rank: the document's index
         if not facts:
             return []
         request = CompactionRequest(query, SynthContext(tuple(facts), (), "facts"), tuple(reasoning_key_terms(query)),
