@@ -25,7 +25,7 @@ from rootweaver_innovations.retrieval import BM25Retriever
 
 from .datasets import build_open_pool
 from .documents_folder import write_layout
-from .multihop_e2e import opaque
+from .layouts import opaque
 from .report import progress
 
 __all__ = ["answer_rules_markdown", "run_answer_rules_eval"]

@@ -94,14 +94,18 @@ def _cmd_e2e(args: argparse.Namespace) -> int:
     from .synth_eval import run_synth_eval
 
     path, rows = _rows(args)
-    loop = {"max_passages": args.max_passages, "stop_rule": args.stop_rule, "opaque_titles": args.opaque_titles}
+    if args.opaque_titles and args.layout not in ("paragraphs", "opaque"):
+        print(f"rootweaver eval e2e: --opaque-titles is --layout opaque, not {args.layout}", file=sys.stderr)
+        return 2
+    layout = "opaque" if args.opaque_titles else args.layout
+    loop = {"max_passages": args.max_passages, "stop_rule": args.stop_rule, "layout": layout}
     rep = run_multihop_eval(rows, **loop, n_resamples=args.resamples, seed=args.seed, show_progress=not args.quiet)
     rep["synth"] = run_synth_eval(rows, **loop, strategies=args.strategies, token_budgets=args.token_budgets,
                                   char_budgets=args.char_budgets, n_resamples=args.resamples, seed=args.seed,
                                   show_progress=not args.quiet)
     rep["provenance"] = provenance(["rootweaver", *sys.argv[1:]], [path], {"bootstrap": args.seed})
     md = e2e_markdown(rep, rep["provenance"]) + "\n" + "\n".join(synth_markdown(rep["synth"]))
-    name = f"e2e-{args.dataset}-{args.rows}{'-opaque' if args.opaque_titles else ''}"
+    name = f"e2e-{args.dataset}-{args.rows}{'' if layout == 'paragraphs' else '-' + layout}"
     _finish(args.name or name, args, rep, md, lambda r, p: plot_synth(r["synth"], p))
     return 0 if rep["synth"]["trajectories_identical_across_settings"] else 1
 
@@ -206,6 +210,7 @@ def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     from rootweaver_innovations.strategies import strategy_names
 
     from .datasets import DATASETS
+    from .layouts import LAYOUTS
     from .packing import BUDGETS, POLICY_ORDER
 
     ev = sub.add_parser("eval", help="offline evaluations (reports under ./out/ by default)")
@@ -257,6 +262,9 @@ def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--char-budgets", type=_csv_ints, default=[], help="synth budgets in chars (optional)")
     e.add_argument("--max-passages", type=_positive_int, default=10, help="the loop's passage budget per question")
     e.add_argument("--stop-rule", choices=STOP_RULES, default="evidence", help="the loop's hop policy")
+    e.add_argument("--layout", choices=LAYOUTS, default="paragraphs",
+                   help="paragraphs (titled), opaque (titles replaced by ids; = --opaque-titles) or chunks "
+                        "(untitled 40-word windows, stride 30; gold: every supporting sentence in a read window)")
     halves(e)
     common(e)
     e.set_defaults(func=_cmd_e2e)

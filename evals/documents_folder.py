@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
-import hashlib
 import io
 import json
 import tempfile
@@ -47,23 +46,9 @@ from rootweaver_innovations.documents import passage_record
 from rootweaver_innovations.index import open_index
 
 from .datasets import DATASETS, build_open_pool, is_yes_no, load_rows
+from .layouts import grams, supporting_sentences, window_records
 
 LAYOUTS = ("jsonl", "md", "txt", "txt5", "win40")
-WINDOW_WORDS, WINDOW_STRIDE = 40, 30
-
-
-def _grams(text: str, n: int = 8) -> set[tuple[str, ...]]:
-    words = text.lower().split()
-    return {tuple(words[i:i + n]) for i in range(max(1, len(words) - n + 1))}
-
-
-def _support(row, pool_ids: dict[tuple[str, str], str], by_id: dict) -> list[tuple[str, str]]:
-    """``(pool id, sentence)`` of each supporting sentence of ``row`` found in the pool."""
-    own = {}
-    for p in row.passages:
-        own.setdefault(p.title, pool_ids[(p.title, p.text)])
-    return [(own[t], by_id[own[t]].sentences[i]) for t, i in row.gold_sentences
-            if t in own and 0 <= i < len(by_id[own[t]].sentences)]
 
 
 def _file(record: dict) -> str:
@@ -80,7 +65,7 @@ def _supported(ids: list[str], support: list[tuple[str, str]], *, records: dict[
     chunks = [records[i] for i in ids]
     for g, sentence in support:
         n = min(8, len(sentence.split()))
-        if not any(_file(c) == where[g] and _grams(sentence, n) & _grams(" ".join(c["sentences"]), n)
+        if not any(_file(c) == where[g] and grams(sentence, n) & grams(" ".join(c["sentences"]), n)
                    for c in chunks):
             return 0.0
     return 1.0
@@ -97,13 +82,9 @@ def write_layout(layout: str, passages, root: Path) -> tuple[Path, dict[str, str
     if layout == "win40":
         path = root / "win40.jsonl"
         with path.open("w", encoding="utf-8") as fh:
-            for p in passages:
-                name = f"doc-{hashlib.sha1(p.id.encode()).hexdigest()[:10]}.txt"
-                words = p.text.split()
-                for k, start in enumerate(range(0, max(len(words) - WINDOW_WORDS, 0) + WINDOW_STRIDE, WINDOW_STRIDE)):
-                    text = " ".join(words[start:start + WINDOW_WORDS])
-                    fh.write(json.dumps({"id": f"{name}#{k}", "title": name, "text": text}) + "\n")
-                where[p.id] = name
+            for pid, record in window_records(passages):
+                fh.write(json.dumps(record) + "\n")
+                where[pid] = record["title"]
         return path, where
     folder = root / layout
     folder.mkdir()
@@ -129,8 +110,8 @@ def _covers(ids: list[str], gold: frozenset[str], *, records: dict[str, dict], w
     if where is None:
         return float(gold <= set(ids))
     chunks = [records[i] for i in ids]
-    return float(all(any(_file(c) == where[g] and _grams(" ".join(c["sentences"]))
-                         & _grams(paragraphs[g].text) for c in chunks) for g in gold))
+    return float(all(any(_file(c) == where[g] and grams(" ".join(c["sentences"]))
+                         & grams(paragraphs[g].text) for c in chunks) for g in gold))
 
 
 def _ask(question: str, index: Path, max_passages: int) -> dict:
@@ -148,7 +129,7 @@ def run(rows, *, layouts: Sequence[str] = LAYOUTS, chunk_tokens: int = 128, max_
     pool = build_open_pool(rows)
     by_id = {p.id: p for p in pool.passages}
     pool_ids = {(p.title, p.text): p.id for p in pool.passages}
-    supports = [_support(row, pool_ids, by_id) for row in rows]
+    supports = [supporting_sentences(row, pool_ids, by_id) for row in rows]
     report: dict = {"rows": len(rows), "rows_without_gold": sum(not g for g in pool.gold),
                     "pool_passages": len(pool.passages), "layouts": {}}
     with tempfile.TemporaryDirectory() as tmp:

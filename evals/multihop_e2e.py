@@ -5,9 +5,9 @@ trajectory, beside the seed's coverage-rule loop, single-shot BM25 given the sam
 of passages as the loop (per question, so the mean matches the loop's), top-5, top-10
 and a naive two-hop (top-5 for the question, then top-5 new for the question plus the
 first hop's titles); each baseline with the paired-bootstrap CI of loop minus baseline.
-With ``opaque_titles`` every passage title is replaced by an opaque id first (no title
-links can be found). What survives into the synth context is
-:mod:`evals.synth_eval`'s part of the same report.
+``layout`` lays the pool out as titled paragraphs, paragraphs with opaque titles or untitled
+40-word windows, and says what finding the gold means in each (:mod:`evals.layouts`). What
+survives into the synth context is :mod:`evals.synth_eval`'s part of the same report.
 """
 
 from __future__ import annotations
@@ -18,24 +18,20 @@ from dataclasses import asdict
 
 import numpy as np
 
-from rootweaver_innovations.corpus import Passage, QARow
+from rootweaver_innovations.corpus import QARow
 from rootweaver_innovations.diagnostics import paired_bootstrap_ci
 from rootweaver_innovations.multihop import MultiHopResult
 from rootweaver_innovations.retrieval import BM25Retriever
 
 from .datasets import build_open_pool
+from .layouts import lay_out
 from .loops import product_loop
 from .report import progress
 
-__all__ = ["BASELINES", "SEED_LOOP", "opaque", "run_multihop_eval"]
+__all__ = ["BASELINES", "SEED_LOOP", "run_multihop_eval"]
 
 BASELINES = ("coverage_loop", "single_same_n", "single_5", "single_10", "two_hop_5_5")
 SEED_LOOP = {"stop_rule": "coverage", "max_hops": 5, "max_passages": 15}  # the seed's loop, unchanged
-
-
-def opaque(passages: Sequence[Passage]) -> tuple[Passage, ...]:
-    """The same passages with every title replaced by an opaque id (``doc-<id>``)."""
-    return tuple(Passage(p.id, f"doc-{p.id}", p.sentences) for p in passages)
 
 
 def _ids(res: MultiHopResult) -> list[str]:
@@ -47,14 +43,16 @@ def run_multihop_eval(
     *,
     max_passages: int = 10,
     stop_rule: str = "evidence",
-    opaque_titles: bool = False,
+    layout: str = "paragraphs",
     n_resamples: int = 10_000,
     seed: int = 0,
     show_progress: bool = True,
 ) -> dict:
-    """Run the loop for every row over the pooled paragraphs of all ``rows``; a JSON-ready report."""
+    """Run the loop for every row over the pooled paragraphs of all ``rows``, laid out as
+    ``layout``; a JSON-ready report."""
     pool = build_open_pool(rows)
-    passages = opaque(pool.passages) if opaque_titles else pool.passages
+    laid = lay_out(rows, pool, layout)
+    passages = laid.passages
     retriever = BM25Retriever(passages)
     off_rag = product_loop(retriever, max_passages=max_passages, stop_rule=stop_rule)
     seed_rag = dataclasses.replace(off_rag, **SEED_LOOP)
@@ -76,7 +74,7 @@ def run_multihop_eval(
             continue
         for name, found in (("loop", got), ("coverage_loop", _ids(old)), ("single_same_n", ids[: len(got)]),
                             ("single_5", ids[:5]), ("single_10", ids[:10]), ("two_hop_5_5", ids[:5] + second)):
-            hit[name].append(float(gold <= set(found)))
+            hit[name].append(laid.found(i, found))
     cis = {b: asdict(paired_bootstrap_ci(hit["loop"], hit[b], n_resamples=n_resamples, seed=seed)) for b in BASELINES}
     hops = [r.hop_count for r in offs]
     stops = [r.stop_reason for r in offs]
@@ -84,7 +82,7 @@ def run_multihop_eval(
         "n_questions": len(rows),
         "n_scored": len(scored),
         "pool_passages": len(passages),
-        "opaque_titles": opaque_titles,
+        "layout": layout,
         "loop": {"max_passages": max_passages, "stop_rule": stop_rule},
         "coverage_loop": SEED_LOOP,
         "mean_passages_loop": float(np.mean(n_passages)),

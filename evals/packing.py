@@ -37,7 +37,7 @@ from rootweaver_innovations.retrieval import BM25Retriever, DenseRetriever, Hybr
 from rootweaver_innovations.strategies import make_compactor
 
 from .datasets import DEFAULT_CACHE, build_open_pool, cached_embeddings, is_yes_no
-from .multihop_e2e import opaque
+from .layouts import opaque
 from .peers import PEER_POLICIES, register_peers
 from .report import progress
 

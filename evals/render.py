@@ -70,8 +70,10 @@ def e2e_markdown(rep: dict, prov: dict) -> str:
         c = ci[name]
         return f"{c['mean_diff']:+.3f} [{c['low']:+.3f}, {c['high']:+.3f}]"
 
+    pool = {"paragraphs": "paragraphs", "opaque": "paragraphs with opaque titles",
+            "chunks": "untitled 40-word windows (gold: every supporting sentence in a read window)"}[rep["layout"]]
     out += [f"{rep['n_questions']} questions ({rep['n_scored']} with gold) over a pool of {rep['pool_passages']} "
-            f"paragraphs{' with opaque titles' if rep['opaque_titles'] else ''}; loop stop_rule "
+            f"{pool}; loop stop_rule "
             f"{loop['stop_rule']}, max_passages {loop['max_passages']}; hop counts {rep['hop_count_distribution']}; "
             f"stop reasons {rep['stop_reasons']}.", "",
             "| retrieval | passages | all gold retrieved | loop minus it, 95% paired-bootstrap CI |",
@@ -137,7 +139,7 @@ def _ci(c: dict | None) -> str:
 def synth_markdown(rep: dict) -> list[str]:
     """The product path's synth-context table (see :func:`evals.synth_eval.run_synth_eval`)."""
     out = [f"## Synth context on the product path ({rep['n_questions']} questions, "
-           f"{rep['n_answer_in_context']} non-yes/no; pool {rep['pool_passages']} paragraphs; "
+           f"{rep['n_answer_in_context']} non-yes/no; pool {rep['pool_passages']} passages, {rep['loop']['layout']}; "
            f"loop mean {rep['mean_passages_loop']:.2f} passages)", "",
            f"`half` = half the off context's median, {rep['half_off_median_tokens']} Qwen2.5 tokens. "
            f"Trajectories identical across settings: {rep['trajectories_identical_across_settings']}. "

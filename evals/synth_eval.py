@@ -31,9 +31,10 @@ from rootweaver_innovations.packing import POLICIES, Budget, default_token_count
 from rootweaver_innovations.retrieval import BM25Retriever
 from rootweaver_innovations.strategies import strategy_names
 
-from .datasets import OpenPool, build_open_pool, is_yes_no
+from .datasets import build_open_pool, is_yes_no
 from .loops import compacted, product_loop
-from .multihop_e2e import SEED_LOOP, opaque
+from .layouts import LaidOutPool, lay_out
+from .multihop_e2e import SEED_LOOP
 from .report import progress
 
 __all__ = ["SYNTH_TOKEN_BUDGETS", "run_synth_eval"]
@@ -41,14 +42,17 @@ __all__ = ["SYNTH_TOKEN_BUDGETS", "run_synth_eval"]
 SYNTH_TOKEN_BUDGETS = (160, "half")
 
 
-def _scores(rows: Sequence[QARow], pool: OpenPool, results: Sequence[MultiHopResult], texts: Sequence[str],
+def _scores(rows: Sequence[QARow], laid: LaidOutPool, results: Sequence[MultiHopResult], texts: Sequence[str],
             kept_ids: Sequence[set[str]]) -> dict[str, list[float]]:
+    """AiC per non-yes/no row; gold-paragraph coverage and all-gold of the kept facts' paragraphs
+    (a paragraph counts when a fact of any of its windows is kept) per row with gold."""
     aic = [float(answer_in_context(r.answer, t)) for r, t in zip(rows, texts) if not is_yes_no(r)]
     cov, allg = [], []
-    for i, kept in enumerate(kept_ids):
-        if pool.gold[i]:
-            cov.append(gold_doc_coverage(kept, pool.gold[i]))
-            allg.append(float(pool.gold[i] <= kept))
+    for gold, kept in zip(laid.gold, kept_ids):
+        if gold:
+            kept = laid.paragraphs(kept)
+            cov.append(gold_doc_coverage(kept, gold))
+            allg.append(float(gold <= kept))
     return {"aic": aic, "coverage": cov, "all_gold": allg}
 
 
@@ -60,7 +64,7 @@ def run_synth_eval(
     char_budgets: Sequence[int] = (),
     max_passages: int = 10,
     stop_rule: str = "evidence",
-    opaque_titles: bool = False,
+    layout: str = "paragraphs",
     n_resamples: int = 10_000,
     seed: int = 0,
     show_progress: bool = True,
@@ -68,11 +72,12 @@ def run_synth_eval(
     """Run the product path for ``rows`` (see the module docstring); a JSON-ready report.
 
     ``strategies`` default to every registered one; ``token_budgets`` are ints or ``"half"``;
-    ``max_passages``, ``stop_rule`` and ``opaque_titles`` set up the loop as ``run_multihop_eval`` does.
+    ``max_passages``, ``stop_rule`` and ``layout`` set up the loop as ``run_multihop_eval`` does.
     """
     strategies = list(strategies or strategy_names())
     pool = build_open_pool(rows)
-    retriever = BM25Retriever(opaque(pool.passages) if opaque_titles else pool.passages)
+    laid = lay_out(rows, pool, layout)
+    retriever = BM25Retriever(laid.passages)
     counter = default_token_counter()
     off_rag = product_loop(retriever, max_passages=max_passages, stop_rule=stop_rule)
     offs = [off_rag.multi_hop_search(r.question) for r in progress(rows, "loop(off)", show_progress)]
@@ -84,7 +89,7 @@ def run_synth_eval(
     budgets += [Budget(int(b), "chars") for b in char_budgets]
 
     cells: dict[str, dict] = {}
-    off_scores = _scores(rows, pool, offs, [r.synth_context for r in offs],
+    off_scores = _scores(rows, laid, offs, [r.synth_context for r in offs],
                          [{f.passage_id for f in r.facts} for r in offs])
     cells["off"] = {"strategy": "off", "unit": None, "limit": None, "scores": off_scores,
                     "tokens": off_tokens, "chars": [r.context_chars for r in offs]}
@@ -97,7 +102,7 @@ def run_synth_eval(
             results = [rag.multi_hop_search(r.question) for r in progress(rows, label, show_progress)]
             identical &= all(a.trajectory() == b.trajectory() for a, b in zip(results, offs))
             kept = [{f.passage_id for f in res.compaction.kept_facts} for res in results]
-            scores = _scores(rows, pool, results, [res.synth_context for res in results], kept)
+            scores = _scores(rows, laid, results, [res.synth_context for res in results], kept)
             seed_texts = [rag.compactor(s.compaction_request(budget)).text for s in seeds]
             cell = {"strategy": strategy, "unit": budget.unit, "limit": budget.limit, "scores": scores,
                     "seed_aic": [float(answer_in_context(r.answer, t)) for r, t in zip(rows, seed_texts)
@@ -135,9 +140,9 @@ def run_synth_eval(
         table.append(row)
     return {
         "n_questions": len(rows),
-        "loop": {"max_passages": max_passages, "stop_rule": stop_rule, "opaque_titles": opaque_titles},
+        "loop": {"max_passages": max_passages, "stop_rule": stop_rule, "layout": layout},
         "n_answer_in_context": sum(not is_yes_no(r) for r in rows),
-        "pool_passages": len(pool.passages),
+        "pool_passages": len(laid.passages),
         "mean_passages_loop": float(np.mean([sum(len(h.retrieved_ids) for h in r.hops) for r in offs])),
         "half_off_median_tokens": half,
         "trajectories_identical_across_settings": identical,

@@ -113,6 +113,23 @@ def test_documents_folder_eval_runs_the_product_path_on_every_layout():
     assert rep["layouts"]["jsonl"]["all_gold"] == pytest.approx(e2e["all_gold"]["loop"], abs=1e-3)
 
 
+def test_e2e_chunks_layout_is_the_product_path_over_the_windows_a_user_cut():
+    from evals.datasets import load_rows
+    from evals.documents_folder import run
+
+    rows = load_rows("hotpotqa", 16)[1::2]
+    folder = run(rows, layouts=("win40",), n_resamples=200)["layouts"]["win40"]
+    rep = run_multihop_eval(rows, layout="chunks", n_resamples=200, show_progress=False)
+    synth = run_synth_eval(rows, layout="chunks", strategies=["evidence"], token_budgets=[160], n_resamples=200,
+                           show_progress=False)
+    # the same windows, loop and packer in memory as through `index build` + `ask --index`
+    assert rep["mean_passages_loop"] == folder["mean_read"] > 10
+    assert rep["all_gold"]["loop"] == pytest.approx(folder["all_support"], abs=1e-3)
+    evidence = next(r for r in synth["table"] if r["setting"] == "evidence@160t")
+    assert evidence["aic"] == pytest.approx(folder["aic"], abs=1e-3) and evidence["harness_aic"] == evidence["aic"]
+    assert rep["pool_passages"] == folder["indexed_passages"] and rep["layout"] == "chunks"
+
+
 def test_answer_rules_eval_on_untitled_files(bundled_data):
     from evals.answer_rules import run_answer_rules_eval
 
