@@ -108,8 +108,9 @@ _ABBREVIATION = re.compile(r"(?:^|[\s(\[\"'\u201c\u2018])(?:[A-Za-z]|ca|c|cf|fl|
 def split_sentences(text: str, *, abbreviations: bool = False) -> tuple[str, ...]:
     """Split ``text`` at sentence ends followed by a capital, digit or quote; with
     ``abbreviations``, not after an initial or a common abbreviation ("ca. 2400 BC",
-    "J. S. Bach", "St. Louis"). The JSONL loaders keep the plain rule the evals were measured
-    with; documents (:mod:`rootweaver_innovations.documents`) use ``abbreviations``.
+    "J. S. Bach", "St. Louis"). A corpus record's ``text`` and documents
+    (:mod:`rootweaver_innovations.documents`) use ``abbreviations``; the dev sets' own
+    paragraphs (MuSiQue's ``paragraph_text``) keep the plain rule the evals were measured with.
 
     Deterministic and model-free; returns ``(text,)`` for text with no such break.
     """
@@ -176,7 +177,7 @@ def passage_from_object(obj: dict[str, Any], path: Path, lineno: int) -> Passage
         except CorpusError as exc:
             raise CorpusError(f"{path}:{lineno}: {exc}") from None
     elif isinstance(obj.get("text"), str) and obj["text"].strip():
-        sents = split_sentences(obj["text"])
+        sents = split_sentences(obj["text"], abbreviations=True)
     else:
         raise CorpusError(f"{path}:{lineno}: field 'text' must be a non-empty string, got {_kind(obj.get('text'))}")
     source = None

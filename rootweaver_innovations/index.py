@@ -99,7 +99,8 @@ __all__ = [
 ]
 
 FORMAT = "rootweaver-index"
-FORMAT_VERSION = 3  # 2: per-file sizes and SHA-256 in the manifest; 3: title keys fold accents, id titles get names
+FORMAT_VERSION = 4  # 2: per-file sizes and SHA-256 in the manifest; 3: title keys fold accents, id titles get names;
+# 4: record text split as documents are (initials), id titles also keyed by middle initials and first two names
 MANIFEST = "manifest.json"
 _PASSAGE_FILES = ("passages/records.jsonl", "passages/offsets.npy")
 _BM25_FILES = ("bm25/indptr.npy", "bm25/indices.npy", "bm25/robertson.npy", "bm25/lucene.npy", "bm25/vocab.json")

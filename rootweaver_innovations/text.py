@@ -129,7 +129,9 @@ def subject_names(sentence: str) -> tuple[str, ...]:
     """Every name a lead sentence gives its subject, :func:`lead_subject` first (empty when
     it has none): then the whole name it shortened, a three- or four-word person's first and
     last name when a year follows within 160 characters ("Vladimir Vladimirovich Nabokov ( ;
-    Russian: ...; 22 April 1899" -> "Vladimir Nabokov"), both names of "X or Y", a quoted
+    Russian: ...; 22 April 1899" -> "Vladimir Nabokov"), the same with the middle names as
+    initials ("Vladimir V. Nabokov") and, for three words, the first two ("Julio Bracho Gavilán"
+    -> "Julio Bracho": a first surname, as Spanish names are cited), both names of "X or Y", a quoted
     one-word nickname with the last name ('Edward Michael "Bear" Grylls' -> "Bear Grylls"),
     and the capitalised name after "known as" / "known by his pen name" and the like in the
     sentence's first 400 characters ("better known by his pen name Mark Twain"). No
@@ -142,6 +144,9 @@ def subject_names(sentence: str) -> tuple[str, ...]:
     names = [_lead_name(sentence, words, end, person), full]
     if person and _YEAR_SOON.match(sentence, end):
         names.append(f"{words[0]} {words[-1]}")
+        names.append(" ".join([words[0], *(f"{w[0]}." for w in words[1:-1]), words[-1]]))  # "Dwight H. Little"
+        if len(words) == 3:  # "Julio Bracho Gavilán" -> "Julio Bracho", the first of two surnames
+            names.append(f"{words[0]} {words[1]}")
     if len(words) == 3 and words[1] == "or" and _capitalised(words[2]):  # "Æthelstan or Athelstan"
         names += [words[0], words[2]]
     nickname = _ONE_WORD_NICKNAME.search(sentence, 0, end)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from rootweaver_innovations.corpus import CorpusError, load_corpus_jsonl, load_qa_rows, split_sentences
@@ -54,6 +56,14 @@ def test_dataset_layouts_load(bundled_data, path, n_paras):
         assert row.gold_titles and set(row.gold_titles) <= titles
 
 
+def test_a_record_text_keeps_initials_in_their_sentence():
+    from rootweaver_innovations.corpus import passage_from_object
+
+    record = {"id": "w1", "title": "doc-1.txt", "text": "S. Sylvan Simon (1910 - 1951) was a director. He died."}
+    assert passage_from_object(record, Path("c.jsonl"), 1).sentences == (
+        "S. Sylvan Simon (1910 - 1951) was a director.", "He died.")
+
+
 def test_split_sentences_keeps_initials_and_abbreviations_together_when_asked():
     text = "Kun-Damu ruled c. 2400 BC. J. S. Bach lived in St. Louis (ca. 1700). Born 1923. He wrote."
     assert split_sentences(text, abbreviations=True) == (
@@ -96,13 +106,18 @@ def test_lead_subject_names_what_a_lead_sentence_is_about(sentence, subject):
 
 @pytest.mark.parametrize("sentence, names", [
     ("Samuel Langhorne Clemens (November 30, 1835 - April 21, 1910), better known by his pen name Mark Twain, "
-     "was an American writer.", ("Samuel Clemens", "Samuel Langhorne Clemens", "Mark Twain")),
+     "was an American writer.",
+     ("Samuel Clemens", "Samuel Langhorne Clemens", "Samuel L. Clemens", "Samuel Langhorne", "Mark Twain")),
     ("Vladimir Vladimirovich Nabokov ( ; Russian: Vladimir Nabokov; 22 April 1899 - 2 July 1977) was a writer.",
-     ("Vladimir Vladimirovich Nabokov", "Vladimir Nabokov")),
+     ("Vladimir Vladimirovich Nabokov", "Vladimir Nabokov", "Vladimir V. Nabokov", "Vladimir Vladimirovich")),
     ('Edward Michael "Bear" Grylls (born 7 June 1974) is a British adventurer.',
-     ("Edward Grylls", "Edward Michael Grylls", "Bear Grylls")),
+     ("Edward Grylls", "Edward Michael Grylls", "Edward M. Grylls", "Edward Michael", "Bear Grylls")),
     ("Marshall Bruce Mathers III (born October 17, 1972), known professionally as Eminem, is a rapper.",
-     ("Marshall Mathers", "Marshall Bruce Mathers", "Eminem")),
+     ("Marshall Mathers", "Marshall Bruce Mathers", "Marshall B. Mathers", "Marshall Bruce", "Eminem")),
+    ("Julio Bracho Gavilán (17 July 1909 – 26 April 1978) was a Mexican film director.",
+     ("Julio Gavilán", "Julio Bracho Gavilán", "Julio B. Gavilán", "Julio Bracho")),
+    ("Anna Maria Louisa Italiano (September 17, 1931 - June 6, 2005), known as Anne Bancroft, was an actress.",
+     ("Anna Italiano", "Anna Maria Louisa Italiano", "Anna M. L. Italiano", "Anne Bancroft")),
     ("Kansas City Southern (KCS) is a railroad.", ("Kansas City Southern",)),
     ("In 1912, he was elected.", ()),
 ])

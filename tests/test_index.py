@@ -20,7 +20,7 @@ from rootweaver_capabilities.capability import MultiHopCapability, RequestContex
 from rootweaver_innovations.bm25_matrix import build_matrix
 from rootweaver_innovations.corpus import CorpusError, Passage, load_corpus_jsonl
 from rootweaver_innovations.demo import DEMO_CORPUS
-from rootweaver_innovations.index import IndexFormatError, build_index, open_index
+from rootweaver_innovations.index import FORMAT_VERSION, IndexFormatError, build_index, open_index
 from rootweaver_innovations.multihop import MultiHopRAG
 from rootweaver_innovations.titles import TITLE_FILES
 from rootweaver_innovations.retrieval import (
@@ -248,7 +248,7 @@ def test_cli_index_build_info_and_ask(tmp_path, capsys):
     assert "598 passages" in capsys.readouterr().out
     assert main(["index", "info", str(out), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["format_version"] == 3 and set(info["components"]) == {"passages", "bm25", "titles"}
+    assert info["format_version"] == FORMAT_VERSION == 4 and set(info["components"]) == {"passages", "bm25", "titles"}
     assert all(size for size in info["file_bytes"].values())
     assert main(["index", "info", str(out)]) == 0
     assert "component bm25" in capsys.readouterr().out
