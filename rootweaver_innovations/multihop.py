@@ -27,11 +27,13 @@ from .hops import (
     load_hop_policy,
     plan_bridges,
     ranking_of,
+    title_keys,
 )
 from .records import Fact, facts_from_passages
 from .retrieval import Retriever
 from .strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, Compactor, make_compactor
 from .text import fold_whitespace, reasoning_key_terms
+from .titles import id_titled
 
 __all__ = [
     "Answer",
@@ -350,10 +352,13 @@ class MultiHopRAG:
                 return STOP_PASSAGE_BUDGET
             if hops >= self.max_hops - 1:
                 break
-            new = [p for p in proposal.pages if p.id not in seen][:1] or self._retrieve_new(proposal.sub_query, seen, 1)
+            page = next((p for p in proposal.pages if p.id not in seen), None)
+            new = [page] if page is not None else self._retrieve_new(proposal.sub_query, seen, 1)
             if not new:
                 continue
-            seen.add(new[0].id)
+            if page is not None and len(seen) + 2 <= self.max_passages:
+                new += self._next_record(page, seen)
+            seen.update(p.id for p in new)
             hops += 1
             yield proposal.sub_query, proposal.reason, new
         if len(seen) >= self.max_passages:
@@ -366,6 +371,17 @@ class MultiHopRAG:
         seen.update(p.id for p in fill)
         yield question, REASON_FILL, fill
         return STOP_PASSAGE_BUDGET if len(seen) >= self.max_passages else STOP_NO_NEW_EVIDENCE
+
+    def _next_record(self, page: Passage, seen: set[str]) -> list[Passage]:
+        """The unseen record after ``page`` under its title when ``page`` is titled by an id
+        (:func:`~rootweaver_innovations.titles.id_titled`: the next window a user cut from the
+        same file; only the first one opens with the name the hop followed), else nothing."""
+        keys = title_keys(page.title) if id_titled(page) else ()
+        if not keys:  # a real title, or an id with no word in it ("", "-")
+            return []
+        same = self.title_index.pages(keys[0])
+        after = next((k for k, p in enumerate(same) if p.id == page.id), len(same)) + 1
+        return [p for p in same[after:after + 1] if p.id not in seen]
 
     def multi_hop_search(self, question: str, on_hop: Callable[[Hop], None] | None = None) -> MultiHopResult:
         """Run the loop for ``question`` (non-empty, else ``ValueError``); ``on_hop`` is called

@@ -183,3 +183,21 @@ def test_link_values_score_the_linked_rows_against_their_source(demo_retriever):
     hits = demo_retriever.top_rows(query, 2)
     cut = _link_values(SearchOnly(), index, query, source, [*hits[0], 400], depth=2)
     assert cut == {**{r: v / hits[1][0] for r, v in zip(*hits)}, 400: 0.0}
+
+
+def test_a_linked_record_titled_by_an_id_brings_the_next_record_of_its_file():
+    # windows a user cut from files, titled by the file: only b.txt's first window names Dwight Little
+    windows = [Passage("a.txt#0", "a.txt", ("Last Rampage is a 1993 film directed by Dwight H. Little.",)),
+               Passage("b.txt#0", "b.txt", ("Dwight Hubbard Little (born January 13, 1956) is an American director.",)),
+               Passage("b.txt#1", "b.txt", ("His family lived in Cleveland, Ohio.",)),
+               Passage("b.txt#2", "b.txt", ("He directed television.",))]
+    fillers = [Passage(f"f{i}.txt#0", f"f{i}.txt", (f"The director of film number {i} lived in a town.",))
+               for i in range(8)]
+    question = "Where did the director of film Last Rampage live?"
+    hops = MultiHopRAG(BM25Retriever(windows + fillers), max_passages=8).multi_hop_search(question).hops
+    assert ("b.txt#0", "b.txt#1") in [h.retrieved_ids for h in hops]  # the window after, not the whole file
+    assert "b.txt#2" not in {i for h in hops for i in h.retrieved_ids}
+    # the same text under real titles: a titled page is a whole paragraph, nothing is added
+    titled = [Passage(p.id, "Dwight H. Little" if p.id.startswith("b") else p.title, p.sentences) for p in windows]
+    hops = MultiHopRAG(BM25Retriever(titled + fillers), max_passages=8).multi_hop_search(question).hops
+    assert ("b.txt#0",) in [h.retrieved_ids for h in hops] and all(len(h.retrieved_ids) == 1 for h in hops[1:-1])
