@@ -101,9 +101,9 @@ def facts_from_passages(
     if len(score_list) != len(passages):
         raise ValueError(f"got {len(score_list)} scores for {len(passages)} passages")
     return [
-        Fact(p.id, p.title, s, j, hop, sub_query, rank, float(score), p.source, opaque)
+        Fact(p.id, p.title, s, j, hop, sub_query, rank, float(score), p.source, id_title)
         for rank, (p, score) in enumerate(zip(passages, score_list))
-        for opaque in (id_titled(p),)
+        for id_title in (id_titled(p),)
         for j, s in enumerate(p.sentences)
         if s.strip()
     ]

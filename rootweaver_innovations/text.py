@@ -130,9 +130,10 @@ def subject_names(sentence: str) -> tuple[str, ...]:
     it has none): then the whole name it shortened, a three- or four-word person's first and
     last name when a year follows within 160 characters ("Vladimir Vladimirovich Nabokov ( ;
     Russian: ...; 22 April 1899" -> "Vladimir Nabokov"), the same with the middle names as
-    initials ("Vladimir V. Nabokov") and, for three words, the first two ("Julio Bracho Gavilán"
-    -> "Julio Bracho": a first surname, as Spanish names are cited), both names of "X or Y", a quoted
-    one-word nickname with the last name ('Edward Michael "Bear" Grylls' -> "Bear Grylls"),
+    initials ("Vladimir V. Nabokov") and, for three words, the first two ("Julio Bracho
+    Gavilán" -> "Julio Bracho", a first surname as Spanish names are cited), both names of
+    "X or Y", a quoted one-word nickname with the last name ('Edward Michael "Bear" Grylls'
+    -> "Bear Grylls"),
     and the capitalised name after "known as" / "known by his pen name" and the like in the
     sentence's first 400 characters ("better known by his pen name Mark Twain"). No
     duplicates."""
