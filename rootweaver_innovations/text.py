@@ -133,10 +133,9 @@ def subject_names(sentence: str) -> tuple[str, ...]:
     initials ("Vladimir V. Nabokov") and, for three words, the first two ("Julio Bracho
     Gavilán" -> "Julio Bracho", a first surname as Spanish names are cited), both names of
     "X or Y", a quoted one-word nickname with the last name ('Edward Michael "Bear" Grylls'
-    -> "Bear Grylls"),
-    and the capitalised name after "known as" / "known by his pen name" and the like in the
-    sentence's first 400 characters ("better known by his pen name Mark Twain"). No
-    duplicates."""
+    -> "Bear Grylls"), and the capitalised name after "known as" / "known by his pen name" and
+    the like in the sentence's first 400 characters ("better known by his pen name Mark
+    Twain"). No duplicates."""
     found = _subject(sentence)
     if found is None:
         return ()
