@@ -379,9 +379,13 @@ class MultiHopRAG:
         keys = title_keys(page.title) if id_titled(page) else ()
         if not keys:  # a real title, or an id with no word in it ("", "-")
             return []
-        same = self.title_index.pages(keys[0])
-        after = next((k for k, p in enumerate(same) if p.id == page.id), len(same)) + 1
-        return [p for p in same[after:after + 1] if p.id not in seen]
+        index = self.title_index
+        rows = iter(index.rows(keys[0]))  # corpus order; read up to the page's successor only
+        if any(index.passages[row].id == page.id for row in rows):
+            after = next(rows, None)
+            if after is not None and (p := index.passages[after]).id not in seen:
+                return [p]
+        return []
 
     def multi_hop_search(self, question: str, on_hop: Callable[[Hop], None] | None = None) -> MultiHopResult:
         """Run the loop for ``question`` (non-empty, else ``ValueError``); ``on_hop`` is called
