@@ -153,9 +153,11 @@ class Ranking:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def unseen(self, seen: Container[str], k: int) -> list[Passage]:
-        """The first ``k`` passages whose ids are not in ``seen``, best first (reading no further)."""
-        return list(islice((p for p in map(self.read, range(len(self.rows))) if p.id not in seen), k))
+    def unseen(self, seen: Container[str], k: int) -> list[tuple[int, Passage]]:
+        """``(row, passage)`` of the first ``k`` passages whose ids are not in ``seen``, best
+        first (reading no further)."""
+        read = ((self.rows[i], self.read(i)) for i in range(len(self.rows)))
+        return list(islice(((row, p) for row, p in read if p.id not in seen), k))
 
 
 def ranking_of(retriever: Retriever, index: TitleIndex, query: str, k: int) -> Ranking:
@@ -174,11 +176,12 @@ def ranking_of(retriever: Retriever, index: TitleIndex, query: str, k: int) -> R
 
 @dataclass(frozen=True, slots=True)
 class Proposal:
-    """A next hop: its sub-query, why it was chosen, and the passages its entity names."""
+    """A next hop: its sub-query, why it was chosen, and ``(row, passage)`` of the passages
+    its entity names (rows of the title index)."""
 
     sub_query: str
     reason: str
-    pages: tuple[Passage, ...] = ()
+    pages: tuple[tuple[int, Passage], ...] = ()
 
 
 def _unresolved(question_terms: Sequence[str], known: set[str]) -> list[str]:
@@ -213,7 +216,7 @@ def _query(entity: str, terms: Sequence[str]) -> str:
 
 def plan_bridges(
     question: str,
-    first_hop: Sequence[Passage],
+    first_hop: Sequence[tuple[int, Passage]],
     ranking: Ranking,
     retriever: Retriever,
     index: TitleIndex,
@@ -221,8 +224,9 @@ def plan_bridges(
 ) -> list[Proposal]:
     """The ordered bridge sub-queries after the first hop (see the module docstring).
 
-    ``ranking`` is the retriever's ranking for the question (``first_hop`` is its head),
-    ``schedule.link_depth`` deep; it orders the titles the question names.
+    ``first_hop`` is ``(row, passage)`` of what hop 1 read: the head of ``ranking``, the
+    retriever's ranking for the question, then any records hop 1 pulled beside them.
+    ``ranking`` is ``schedule.link_depth`` deep; it orders the titles the question names.
 
     Title links are read from the first-hop passages and from the passages the compared
     and question-named entities point to (which the head of the plan will take).
@@ -232,7 +236,7 @@ def plan_bridges(
     """
     q_terms = bm25_tokenize(question)
     q_lower = question.lower()
-    seen_ids = {p.id for p in first_hop}
+    seen_ids = {p.id for _, p in first_hop}
     head: list[Proposal] = []
     named_sources: list[tuple[int, Passage]] = []  # (row, passage) of the first page of each head hop
 
@@ -240,7 +244,7 @@ def plan_bridges(
         """``(row, passage)`` of the passages titled under ``key`` that hop 1 did not take."""
         return [(row, p) for row in index.rows(key) if (p := index.passages[row]).id not in seen_ids]
 
-    used: set[str] = {k for p in first_hop for k in passage_keys(p) if not unseen_pages(k)}
+    used: set[str] = {k for _, p in first_hop for k in passage_keys(p) if not unseen_pages(k)}
 
     def entity_proposal(name: str, reason: str) -> None:
         key = key_of(name)
@@ -249,7 +253,7 @@ def plan_bridges(
         used.add(key)
         unseen = unseen_pages(key)
         named_sources.extend(unseen[:1])
-        head.append(Proposal(_query(name, _unresolved(q_terms, set(key.split()))), reason, tuple(p for _, p in unseen)))
+        head.append(Proposal(_query(name, _unresolved(q_terms, set(key.split()))), reason, tuple(unseen)))
 
     for name in comparison_entities(question) or ():
         entity_proposal(name, REASON_COMPARISON)
@@ -265,7 +269,7 @@ def plan_bridges(
         entity_proposal(m.surface, REASON_QUESTION_ENTITY)
 
     links: dict[str, tuple[float, Proposal]] = {}
-    for source_row, source in [*zip(ranking.rows, first_hop), *named_sources]:  # named: what the head hops take
+    for source_row, source in [*first_hop, *named_sources]:  # named: what the head hops take
         linked = [(m, unseen) for m in index.mentions(source.text)
                   if m.key not in used and (unseen := unseen_pages(m.key))]
         if not linked:  # nothing to score: no link query
@@ -277,12 +281,12 @@ def plan_bridges(
             value = max(values[row] for row, _ in unseen)
             if m.key not in links or value > links[m.key][0]:
                 sub_query = _query(m.surface, _unresolved(q_terms, known))
-                links[m.key] = (value, Proposal(sub_query, REASON_TITLE_LINK, tuple(p for _, p in unseen)))
+                links[m.key] = (value, Proposal(sub_query, REASON_TITLE_LINK, tuple(unseen)))
     ranked_links = [p for _, p in sorted(links.values(), key=lambda vp: -vp[0])]  # stable: first mention wins ties
     used.update(links)
 
     spans: list[tuple[int, int, int, Proposal]] = []
-    for rank, source in enumerate(first_hop[: schedule.span_sources]):
+    for rank, (_, source) in enumerate(first_hop[: schedule.span_sources]):
         for j, sentence in enumerate(source.sentences):
             known = set(bm25_tokenize(sentence))
             overlap = len(known.intersection(q_terms))

@@ -9,6 +9,7 @@ hop count, stop reason) cannot depend on whether, or how hard, compaction runs.
 from __future__ import annotations
 
 import dataclasses
+from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -29,7 +30,7 @@ from .hops import (
     ranking_of,
     title_keys,
 )
-from .records import Fact, facts_from_passages
+from .records import Fact, facts_from_passages, join_records
 from .retrieval import Retriever
 from .strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, Compactor, make_compactor
 from .text import fold_whitespace, reasoning_key_terms
@@ -313,11 +314,12 @@ class MultiHopRAG:
                 return q, ""
         return None, STOP_NO_NEW_EVIDENCE
 
-    def _retrieve_new(self, sub_query: str, seen: set[str], k: int) -> list[Passage]:
+    def _retrieve_new(self, sub_query: str, seen: set[str], k: int) -> list[tuple[int, Passage]]:
         return ranking_of(self.retriever, self.title_index, sub_query, k + len(seen)).unseen(seen, k)
 
     def _coverage_hops(self, question: str):
-        """The seed's rule: yields ``(sub_query, reason, passages)`` per hop, then the stop reason."""
+        """The seed's rule: yields ``(sub_query, reason, [(row, passage), ...])`` per hop, then
+        the stop reason."""
         seen: set[str] = set()
         asked: set[str] = set()
         facts: list[Fact] = []
@@ -332,19 +334,21 @@ class MultiHopRAG:
             passages = self._retrieve_new(nxt, seen, min(self.passages_per_hop, self.max_passages - len(seen)))
             if not passages:
                 return STOP_NO_NEW_EVIDENCE
-            seen.update(p.id for p in passages)
-            facts.extend(facts_from_passages(passages, hop=hop, sub_query=nxt))
+            seen.update(p.id for _, p in passages)
+            facts.extend(facts_from_passages([p for _, p in passages], hop=hop, sub_query=nxt))
             yield nxt, REASON_COVERAGE, passages
         return STOP_PASSAGE_BUDGET if len(seen) >= self.max_passages else STOP_MAX_HOPS
 
     def _evidence_hops(self, question: str):
-        """The evidence policy: yields ``(sub_query, reason, passages)`` per hop, then the stop reason."""
+        """The evidence policy: yields ``(sub_query, reason, [(row, passage), ...])`` per hop,
+        then the stop reason."""
         schedule = self.hop_policy.for_budget(self.max_passages)
         ranking = ranking_of(self.retriever, self.title_index, question, max(schedule.link_depth, self.max_passages))
-        first = [ranking.read(i) for i in range(min(schedule.first_hop, self.max_passages, len(ranking)))]
+        first = ranking.unseen((), min(schedule.first_hop, self.max_passages))
         if not first:
             return STOP_NO_NEW_EVIDENCE
-        seen = {p.id for p in first}
+        seen = {p.id for _, p in first}
+        first += self._pulled_neighbours(question, first, seen)
         yield question, REASON_QUESTION, first
         hops = 1
         for proposal in plan_bridges(question, first, ranking, self.retriever, self.title_index, schedule):
@@ -352,13 +356,14 @@ class MultiHopRAG:
                 return STOP_PASSAGE_BUDGET
             if hops >= self.max_hops - 1:
                 break
-            page = next((p for p in proposal.pages if p.id not in seen), None)
+            page = next(((row, p) for row, p in proposal.pages if p.id not in seen), None)
             new = [page] if page is not None else self._retrieve_new(proposal.sub_query, seen, 1)
             if not new:
                 continue
             if page is not None and len(seen) + 2 <= self.max_passages:
-                new += self._next_record(page, seen)
-            seen.update(p.id for p in new)
+                _, after = self._adjacent(*page)
+                new += [after] if after is not None and after[1].id not in seen else []
+            seen.update(p.id for _, p in new)
             hops += 1
             yield proposal.sub_query, proposal.reason, new
         if len(seen) >= self.max_passages:
@@ -368,24 +373,61 @@ class MultiHopRAG:
         fill = ranking.unseen(seen, self.max_passages - len(seen))  # the ranking is max_passages deep
         if not fill:
             return STOP_NO_NEW_EVIDENCE
-        seen.update(p.id for p in fill)
+        seen.update(p.id for _, p in fill)
         yield question, REASON_FILL, fill
         return STOP_PASSAGE_BUDGET if len(seen) >= self.max_passages else STOP_NO_NEW_EVIDENCE
 
-    def _next_record(self, page: Passage, seen: set[str]) -> list[Passage]:
-        """The unseen record after ``page`` under its title when ``page`` is titled by an id
-        (:func:`~rootweaver_innovations.titles.id_titled`: the next window a user cut from the
-        same file; only the first one opens with the name the hop followed), else nothing."""
-        keys = title_keys(page.title) if id_titled(page) else ()
-        if not keys:  # a real title, or an id with no word in it ("", "-")
-            return []
+    def _adjacent(self, row: int, page: Passage) -> tuple[tuple[int, Passage] | None, tuple[int, Passage] | None]:
+        """``(row, passage)`` of the records before and after ``page`` (at ``row`` of the title
+        index) in its file when it is titled by an id (:func:`~rootweaver_innovations.titles.id_titled`:
+        the windows a user cut from one file, in corpus order), else ``(None, None)``. Reads
+        only those two records."""
+        keys = title_keys(page.title) if row >= 0 and id_titled(page) else ()
+        if not keys:  # a real title, an id with no word in it ("", "-"), or a passage outside the index
+            return None, None
         index = self.title_index
-        rows = iter(index.rows(keys[0]))  # corpus order; read up to the page's successor only
-        if any(index.passages[row].id == page.id for row in rows):
-            after = next(rows, None)
-            if after is not None and (p := index.passages[after]).id not in seen:
-                return [p]
-        return []
+        rows = index.rows(keys[0])
+        at = bisect_left(rows, row)
+        if at == len(rows) or rows[at] != row:
+            return None, None
+        return ((rows[at - 1], index.passages[rows[at - 1]]) if at > 0 else None,
+                (rows[at + 1], index.passages[rows[at + 1]]) if at + 1 < len(rows) else None)
+
+    def _pulled_neighbours(self, question: str, first: Sequence[tuple[int, Passage]],
+                           seen: set[str]) -> list[tuple[int, Passage]]:
+        """For each record of hop 1 titled by an id, best first and while the passage budget
+        lasts, the unread record before or after it in its file, whichever the retriever
+        scores higher for ``question`` (the one after on a tie, or when the retriever cannot
+        score given rows): a window cut from a file often misses the subject named before it
+        or the end of the sentence it stops in. Adds the pulled ids to ``seen``."""
+        index = self.title_index
+        row_scores = getattr(self.retriever, "row_scores", None)
+        if getattr(self.retriever, "passages", None) is not index.passages:
+            row_scores = None
+        pulled: list[tuple[int, Passage]] = []
+        for row, page in first:
+            if len(seen) >= self.max_passages:
+                break
+            after, before = (n if n is not None and n[1].id not in seen else None for n in self._adjacent(row, page)[::-1])
+            if after is not None and before is not None and row_scores is not None:
+                score_after, score_before = row_scores(question, [after[0], before[0]])
+                after = before if score_before > score_after else after
+            take = after or before
+            if take is not None:
+                pulled.append(take)
+                seen.add(take[1].id)
+        return pulled
+
+    def _runs(self, read: dict[str, tuple[int, Passage]]) -> dict[str, str]:
+        """For :func:`~rootweaver_innovations.records.join_records`: the id of each read
+        passage titled by an id whose next record in its file was read too -> that record's id."""
+        rows = {row: p.id for row, p in read.values() if row >= 0}
+        after = {}
+        for row, page in read.values():
+            nxt = self._adjacent(row, page)[1]
+            if nxt is not None and nxt[0] in rows:
+                after[page.id] = rows[nxt[0]]
+        return after
 
     def multi_hop_search(self, question: str, on_hop: Callable[[Hop], None] | None = None) -> MultiHopResult:
         """Run the loop for ``question`` (non-empty, else ``ValueError``); ``on_hop`` is called
@@ -394,6 +436,7 @@ class MultiHopRAG:
             raise ValueError("question must be a non-empty string")
         hops: list[Hop] = []
         facts: list[Fact] = []
+        read: dict[str, tuple[int, Passage]] = {}
         steps = self._coverage_hops(question) if self.stop_rule == "coverage" else self._evidence_hops(question)
         while True:
             try:
@@ -401,10 +444,12 @@ class MultiHopRAG:
             except StopIteration as done:
                 stop = done.value
                 break
-            facts.extend(facts_from_passages(passages, hop=len(hops), sub_query=sub_query))
-            hops.append(Hop(sub_query, tuple(p.id for p in passages), why))
+            read.update((p.id, (row, p)) for row, p in passages)
+            facts.extend(facts_from_passages([p for _, p in passages], hop=len(hops), sub_query=sub_query))
+            hops.append(Hop(sub_query, tuple(p.id for _, p in passages), why))
             if on_hop is not None:
                 on_hop(hops[-1])
+        facts = join_records(facts, self._runs(read))
         full = SynthContext(tuple(facts), tuple(h.sub_query for h in hops))
 
         final_subs = tuple(self._decompose_query(question, facts))

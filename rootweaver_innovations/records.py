@@ -7,17 +7,19 @@ context line (:func:`format_fact`). Contexts are laid out from facts in
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .corpus import Passage, Source
+from .corpus import Passage, Source, split_sentences
 from .text import fold_whitespace
 from .titles import id_titled
 
-__all__ = ["FACT_SEPARATOR", "Fact", "facts_from_passages", "format_fact"]
+__all__ = ["FACT_SEPARATOR", "MIN_OVERLAP_WORDS", "Fact", "facts_from_passages", "format_fact", "join_records"]
 
 FACT_SEPARATOR = " | "
+MIN_OVERLAP_WORDS = 3  # fewer shared words at a record boundary are a coincidence ("the"), not a chunker's overlap
 
 
 def format_fact(title: str, sentence: str) -> str:
@@ -30,7 +32,8 @@ class Fact:
     """One sentence of a retrieved passage.
 
     ``passage_id`` and ``title`` name the passage, ``sentence`` is its ``sentence_index``-th
-    sentence (0-based) as stored, ``hop`` the 0-based loop iteration that retrieved it,
+    sentence (0-based) as stored (in a run of records read whole, :func:`join_records`, of the
+    run's joined text), ``hop`` the 0-based loop iteration that retrieved it,
     ``sub_query`` the query that hop issued, ``rank`` the passage's 0-based place among the
     hop's new passages and ``score`` the retriever's score for it. ``source`` is the passage's
     provenance when it is a chunk of a document (not compared). ``id_title``: the title is an
@@ -107,3 +110,60 @@ def facts_from_passages(
         for j, s in enumerate(p.sentences)
         if s.strip()
     ]
+
+
+def join_records(facts: Sequence[Fact], after: Mapping[str, str]) -> list[Fact]:
+    """``facts`` with each run of records read one after the other from one file as one text.
+
+    ``after`` maps a passage id to the id of the record that follows it in its file, for pairs
+    of passages that both have facts in ``facts``. A run's text is its records' sentences
+    joined, the words a record repeats from the end of the one before (an overlapping
+    chunker's, at least :data:`MIN_OVERLAP_WORDS`) kept once, split again as a record's text
+    is: a sentence cut at a record boundary is whole again and none is read twice. The run's
+    facts take the place of its first fact in ``facts`` and that fact's hop, sub-query, rank
+    and score; ``passage_id``, ``title`` and ``source`` are the run's first record's (file
+    order), ``sentence_index`` a place in the joined text. Other facts are kept as they are;
+    an empty ``after`` returns ``facts`` unchanged (as a new list).
+    """
+    if not after:
+        return list(facts)
+    own: dict[str, list[Fact]] = {}
+    for f in facts:
+        own.setdefault(f.passage_id, []).append(f)
+    follows = {b: a for a, b in after.items() if a in own and b in own and a != b}
+    runs: dict[str, list[str]] = {}  # any member's id -> its run, first record first
+    for head in own:
+        if head in follows or head not in after:
+            continue
+        run = [head]
+        while (nxt := after.get(run[-1])) in own and nxt not in run:
+            run.append(nxt)
+        if len(run) > 1:
+            for member in run:
+                runs[member] = run
+    out: list[Fact] = []
+    done: set[str] = set()
+    for f in facts:
+        run = runs.get(f.passage_id)
+        if run is None:
+            out.append(f)
+        elif run[0] not in done:
+            done.add(run[0])
+            first = own[run[0]][0]
+            lead = dataclasses.replace(f, passage_id=first.passage_id, title=first.title, source=first.source,
+                                       id_title=first.id_title)
+            out.extend(dataclasses.replace(lead, sentence=s, sentence_index=j)
+                       for j, s in enumerate(split_sentences(_joined(own[m] for m in run), abbreviations=True)))
+    return out
+
+
+def _joined(runs: Iterable[Sequence[Fact]]) -> str:
+    """The words of each record's facts in turn, a record's opening words dropped when they
+    repeat at least :data:`MIN_OVERLAP_WORDS` closing words of the text so far."""
+    words: list[str] = []
+    for record in runs:
+        more = " ".join(f.sentence for f in record).split()
+        n = next((n for n in range(min(len(words), len(more)), MIN_OVERLAP_WORDS - 1, -1)
+                  if words[-n:] == more[:n]), 0)
+        words += more[n:]
+    return " ".join(words)

@@ -123,7 +123,7 @@ def test_e2e_chunks_layout_is_the_product_path_over_the_windows_a_user_cut():
     synth = run_synth_eval(rows, layout="chunks", strategies=["evidence"], token_budgets=[160], n_resamples=200,
                            show_progress=False)
     # the same windows, loop and packer in memory as through `index build` + `ask --index`
-    assert rep["mean_passages_loop"] == folder["mean_read"] > 10
+    assert rep["mean_passages_loop"] == pytest.approx(folder["mean_read"], abs=0.005) and folder["mean_read"] > 10  # rounded
     assert rep["all_gold"]["loop"] == pytest.approx(folder["all_support"], abs=1e-3)
     evidence = next(r for r in synth["table"] if r["setting"] == "evidence@160t")
     assert evidence["aic"] == pytest.approx(folder["aic"], abs=1e-3) and evidence["harness_aic"] == evidence["aic"]

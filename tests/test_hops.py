@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.corpus import Passage
+from rootweaver_innovations.corpus import Passage, split_sentences
 from rootweaver_innovations.hops import (
     REASON_COMPARISON,
     REASON_FILL,
@@ -201,3 +201,46 @@ def test_a_linked_record_titled_by_an_id_brings_the_next_record_of_its_file():
     titled = [Passage(p.id, "Dwight H. Little" if p.id.startswith("b") else p.title, p.sentences) for p in windows]
     hops = MultiHopRAG(BM25Retriever(titled + fillers), max_passages=8).multi_hop_search(question).hops
     assert ("b.txt#0",) in [h.retrieved_ids for h in hops] and all(len(h.retrieved_ids) == 1 for h in hops[1:-1])
+
+
+def test_hop_one_pulls_the_better_neighbour_of_each_window_it_reads():
+    # hop 1 reads the middle window of c.txt; the window before it names the physicist
+    windows = [Passage("c.txt#0", "c.txt", ("Marie Curie was a physicist and chemist who won two prizes.",)),
+               Passage("c.txt#1", "c.txt", ("She studied radioactivity in Paris.",)),
+               Passage("c.txt#2", "c.txt", ("Her daughter Irene continued the work.",))]
+    fillers = [*(Passage(f"f{i}.txt#0", f"f{i}.txt", (f"Students in Paris studied radioactivity at school {i}.",))
+                 for i in range(2)),
+               *(Passage(f"g{i}.txt#0", f"g{i}.txt", (f"A town number {i} has a river.",)) for i in range(6))]
+    question = "Which physicist studied radioactivity in Paris?"
+    retriever = BM25Retriever(windows + fillers)
+    head = load_hop_policy().for_budget(4).first_hop
+    assert "c.txt#0" not in [h.passage.id for h in retriever.search(question, head)]
+    first = MultiHopRAG(retriever, max_passages=4).multi_hop_search(question).hops[0]
+    assert first.reason == REASON_QUESTION and "c.txt#1" in first.retrieved_ids[:head]
+    assert first.retrieved_ids[head:] == ("c.txt#0",)  # scores higher than c.txt#2 (which shares no word)
+
+    class SearchOnly:  # cannot score given rows: the window after is pulled
+        passages = retriever.passages
+
+        def search(self, q, k):
+            return retriever.search(q, k)
+
+    first = MultiHopRAG(SearchOnly(), max_passages=4).multi_hop_search(question).hops[0]
+    assert "c.txt#2" in first.retrieved_ids
+    # the same windows under real titles are pages, not windows of one file: nothing is pulled
+    titled = [Passage(p.id, f"Curie part {k}", p.sentences) for k, p in enumerate(windows)]
+    first = MultiHopRAG(BM25Retriever(titled + fillers), max_passages=4).multi_hop_search(question).hops[0]
+    assert len(first.retrieved_ids) == load_hop_policy().for_budget(4).first_hop
+
+
+def test_windows_of_one_file_read_in_turn_are_joined_into_whole_sentences():
+    text = ("Marie Curie was a physicist and chemist. Curie was born in Warsaw and studied radioactivity in Paris. "
+            "Curie married Pierre Curie.")
+    words = text.split()  # three windows of 10 words, 4 shared with the next
+    windows = [Passage(f"c.txt#{k}", "c.txt", split_sentences(" ".join(words[s:s + 10]), abbreviations=True))
+               for k, s in enumerate(range(0, len(words) - 4, 6))]
+    fillers = [Passage(f"f{i}.txt#0", f"f{i}.txt", (f"A town number {i} has a river.",)) for i in range(8)]
+    res = MultiHopRAG(BM25Retriever(windows + fillers), max_passages=12).multi_hop_search("Where was Marie Curie born?")
+    assert len(windows) == 3 and {w.id for w in windows} <= {i for h in res.hops for i in h.retrieved_ids}
+    assert [f.sentence for f in res.facts if f.title == "c.txt"] == list(split_sentences(text))
+    assert res.full_context.count("radioactivity") == 1  # the overlap is read once

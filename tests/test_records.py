@@ -1,0 +1,60 @@
+"""Facts from records: a run of records read one after the other from one file is read as one text."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rootweaver_innovations.corpus import Passage, split_sentences
+from rootweaver_innovations.records import MIN_OVERLAP_WORDS, facts_from_passages, join_records
+
+
+def _windows(words: list[str], size: int, stride: int, name: str = "f.txt") -> list[Passage]:
+    """``words`` cut as a chunker cuts a file: ``size`` words every ``stride`` (the last window may be short)."""
+    starts = range(0, max(len(words) - size, 0) + stride, stride)
+    return [Passage(f"{name}#{k}", name, split_sentences(" ".join(words[s:s + size]), abbreviations=True))
+            for k, s in enumerate(starts) if words[s:s + size]]
+
+
+@st.composite
+def _files(draw):
+    lengths = draw(st.lists(st.integers(1, 12), min_size=1, max_size=8))
+    words, n = [], 0
+    for length in lengths:  # unique words: no overlap can be found by coincidence
+        sentence = [f"w{n + i}" for i in range(length)]
+        sentence[0], sentence[-1] = sentence[0].capitalize(), sentence[-1] + "."
+        words += sentence
+        n += length
+    size = draw(st.integers(2, 20))
+    overlap = draw(st.sampled_from([0, *range(MIN_OVERLAP_WORDS, size)]))
+    return words, size, size - overlap
+
+
+@settings(max_examples=200, deadline=None)
+@given(_files(), st.randoms(use_true_random=False))
+def test_a_file_read_window_by_window_gives_the_sentences_of_the_file(file, rnd):
+    words, size, stride = file
+    windows = _windows(words, size, stride)
+    order = list(windows)
+    rnd.shuffle(order)  # the loop reads them in any order, over several hops
+    facts = [f for hop, w in enumerate(order) for f in facts_from_passages([w], hop=hop, sub_query=f"q{hop}")]
+    after = {a.id: b.id for a, b in zip(windows, windows[1:])}
+    joined = join_records(facts, after)
+    assert [f.sentence for f in joined] == list(split_sentences(" ".join(words), abbreviations=True))
+    assert {f.passage_id for f in joined} == {windows[0].id}  # cited by the file's first window
+    assert {(f.hop, f.sub_query) for f in joined} == {(facts[0].hop, facts[0].sub_query)}  # the first read
+    assert [f.sentence_index for f in joined] == list(range(len(joined)))
+
+
+def test_records_not_read_one_after_the_other_keep_their_own_facts():
+    a = Passage("a#0", "a.txt", ("Ada Lovelace was a mathematician", ))
+    b = Passage("a#1", "a.txt", ("mathematician and writer.", "She wrote notes."))
+    c = Passage("c#0", "c.txt", ("Charles Babbage built engines.",))
+    facts = facts_from_passages([c, a, b])
+    assert join_records(facts, {}) == facts
+    assert join_records(facts, {"a#1": "a#9"}) == facts  # a successor that was not read
+    joined = join_records(facts, {"a#0": "a#1"})
+    assert [f.sentence for f in joined] == ["Charles Babbage built engines.",
+                                            "Ada Lovelace was a mathematician mathematician and writer.",
+                                            "She wrote notes."]  # one repeated word is no overlap
+    assert joined[0] == facts[0] and [f.rank for f in joined[1:]] == [1, 1]
