@@ -1,9 +1,11 @@
 """Milliseconds per question of the multi-hop loop: the evidence policy beside the seed's coverage rule.
 
 Usage: python benchmarks/bench_loop.py [--questions 300] [--rounds 3] [--max-passages 10]
+[--layout paragraphs|opaque|chunks]
 
-Pool: every paragraph of the bundled HotpotQA dev file (BM25, bm25s backend), the index and
-the title index built once before timing. Both loops (compaction off, no synthesizer, so
+Pool: every paragraph of the bundled HotpotQA dev file (BM25, bm25s backend), laid out as
+``--layout`` (:mod:`evals.layouts`; ``chunks``: untitled 40-word windows, the budget then
+counts windows by reading), the index and the title index built once before timing. Both loops (compaction off, no synthesizer, so
 no LLM) answer the same questions in interleaved rounds; the median over rounds of each
 loop's mean per question is reported, in wall-clock and in this thread's CPU time (robust
 when other processes share the cores). Target: the evidence loop under 10 ms per question.
@@ -19,6 +21,7 @@ import time
 from collections.abc import Sequence
 
 from evals.datasets import build_open_pool, load_rows
+from evals.layouts import LAYOUTS, lay_out
 from evals.loops import product_loop
 from rootweaver_innovations.multihop import MultiHopRAG
 from rootweaver_innovations.retrieval import BM25Retriever
@@ -38,10 +41,13 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=300, help="first N questions of the dev file")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--max-passages", type=int, default=10)
+    ap.add_argument("--layout", choices=LAYOUTS, default="paragraphs")
     args = ap.parse_args()
-    pool = build_open_pool(load_rows("hotpotqa", None))
+    rows = load_rows("hotpotqa", None)
+    pool = build_open_pool(rows)
+    passages = lay_out(rows, pool, args.layout).passages
     t0 = time.perf_counter()
-    retriever = BM25Retriever(pool.passages)
+    retriever = BM25Retriever(passages)
     t_bm25 = time.perf_counter() - t0
     t0 = time.perf_counter()
     loops = {
@@ -55,7 +61,7 @@ def main() -> None:
             rag.multi_hop_search(q)
     print(f"python {platform.python_version()} on {platform.machine()}, load average "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"pool: {len(pool.passages)} HotpotQA dev paragraphs; BM25 index {t_bm25:.2f} s, title index "
+    print(f"pool: {len(passages)} passages ({args.layout}) of the HotpotQA dev paragraphs; BM25 index {t_bm25:.2f} s, title index "
           f"(both loops) {t_index:.2f} s; {len(questions)} questions x {args.rounds} rounds")
     for label, clock in (("wall", time.perf_counter_ns), ("thread CPU", time.thread_time_ns)):
         samples: dict[str, list[float]] = {name: [] for name in loops}

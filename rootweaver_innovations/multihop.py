@@ -420,13 +420,23 @@ class MultiHopRAG:
 
     def _runs(self, read: dict[str, tuple[int, Passage]]) -> dict[str, str]:
         """For :func:`~rootweaver_innovations.records.join_records`: the id of each read
-        passage titled by an id whose next record in its file was read too -> that record's id."""
-        rows = {row: p.id for row, p in read.values() if row >= 0}
-        after = {}
+        passage titled by an id whose next record in its file was read too -> that record's id.
+        Reads no passage: only the rows of titles with two or more read records are looked up."""
+        by_title: dict[str, list[tuple[int, Passage]]] = {}
         for row, page in read.values():
-            nxt = self._adjacent(row, page)[1]
-            if nxt is not None and nxt[0] in rows:
-                after[page.id] = rows[nxt[0]]
+            if row >= 0:
+                by_title.setdefault(page.title, []).append((row, page))
+        after: dict[str, str] = {}
+        for title, members in by_title.items():
+            keys = title_keys(title) if len(members) > 1 else ()
+            if not keys:
+                continue
+            file_rows = self.title_index.rows(keys[0])
+            ids = {row: page.id for row, page in members if id_titled(page)}
+            for row, pid in ids.items():
+                at = bisect_left(file_rows, row)
+                if at + 1 < len(file_rows) and file_rows[at] == row and file_rows[at + 1] in ids:
+                    after[pid] = ids[file_rows[at + 1]]
         return after
 
     def multi_hop_search(self, question: str, on_hop: Callable[[Hop], None] | None = None) -> MultiHopResult:

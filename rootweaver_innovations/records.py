@@ -7,7 +7,6 @@ context line (:func:`format_fact`). Contexts are laid out from facts in
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -150,9 +149,8 @@ def join_records(facts: Sequence[Fact], after: Mapping[str, str]) -> list[Fact]:
         elif run[0] not in done:
             done.add(run[0])
             first = own[run[0]][0]
-            lead = dataclasses.replace(f, passage_id=first.passage_id, title=first.title, source=first.source,
-                                       id_title=first.id_title)
-            out.extend(dataclasses.replace(lead, sentence=s, sentence_index=j)
+            out.extend(Fact(first.passage_id, first.title, s, j, f.hop, f.sub_query, f.rank, f.score, first.source,
+                            first.id_title)
                        for j, s in enumerate(split_sentences(_joined(own[m] for m in run), abbreviations=True)))
     return out
 
