@@ -30,10 +30,10 @@ from .hops import (
     ranking_of,
     title_keys,
 )
-from .records import Fact, facts_from_passages, join_records
+from .records import Fact, facts_from_passages, join_records, with_subjects
 from .retrieval import Retriever
 from .strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, Compactor, make_compactor
-from .text import fold_whitespace, reasoning_key_terms
+from .text import fold_whitespace, lead_subject, reasoning_key_terms
 from .titles import id_titled
 
 __all__ = [
@@ -439,6 +439,24 @@ class MultiHopRAG:
                     after[pid] = ids[file_rows[at + 1]]
         return after
 
+    def _subjects(self, read: dict[str, tuple[int, Passage]]) -> dict[str, str]:
+        """For :func:`~rootweaver_innovations.records.with_subjects`: each read record's id
+        title -> the name the first record of its file opens with
+        (:func:`~rootweaver_innovations.text.lead_subject`), when it has one. Reads one record
+        per file."""
+        subjects: dict[str, str] = {}
+        looked: set[str] = set()
+        for row, page in read.values():
+            if page.title in looked:
+                continue
+            looked.add(page.title)
+            keys = title_keys(page.title) if row >= 0 and id_titled(page) else ()
+            rows = self.title_index.rows(keys[0]) if keys else ()
+            lead = self.title_index.passages[rows[0]].sentences[:1] if rows else ()
+            if lead and (name := lead_subject(lead[0])):
+                subjects[page.title] = name
+        return subjects
+
     def multi_hop_search(self, question: str, on_hop: Callable[[Hop], None] | None = None) -> MultiHopResult:
         """Run the loop for ``question`` (non-empty, else ``ValueError``); ``on_hop`` is called
         with each :class:`Hop` as it is taken (in this thread), before the next one."""
@@ -459,7 +477,7 @@ class MultiHopRAG:
             hops.append(Hop(sub_query, tuple(p.id for _, p in passages), why))
             if on_hop is not None:
                 on_hop(hops[-1])
-        facts = join_records(facts, self._runs(read))
+        facts = with_subjects(join_records(facts, self._runs(read)), self._subjects(read))
         full = SynthContext(tuple(facts), tuple(h.sub_query for h in hops))
 
         final_subs = tuple(self._decompose_query(question, facts))

@@ -15,7 +15,8 @@ from .corpus import Passage, Source, split_sentences
 from .text import fold_whitespace
 from .titles import id_titled
 
-__all__ = ["FACT_SEPARATOR", "MIN_OVERLAP_WORDS", "Fact", "facts_from_passages", "format_fact", "join_records"]
+__all__ = ["FACT_SEPARATOR", "MIN_OVERLAP_WORDS", "Fact", "facts_from_passages", "format_fact", "join_records",
+           "with_subjects"]
 
 FACT_SEPARATOR = " | "
 MIN_OVERLAP_WORDS = 3  # fewer shared words at a record boundary are a coincidence ("the"), not a chunker's overlap
@@ -36,12 +37,14 @@ class Fact:
     ``sub_query`` the query that hop issued, ``rank`` the passage's 0-based place among the
     hop's new passages and ``score`` the retriever's score for it. ``source`` is the passage's
     provenance when it is a chunk of a document (not compared). ``id_title``: the title is an
-    id that names nothing (:func:`~rootweaver_innovations.titles.id_titled`; not compared).
+    id that names nothing (:func:`~rootweaver_innovations.titles.id_titled`; not compared);
+    ``subject``: then the name its file is about, when known (:func:`with_subjects`; not compared).
 
     Derived once at construction (not compared, not in ``repr``): ``body``, the sentence with
     whitespace runs folded to one space, and ``line``, the fact as one context line,
-    ``"<title> | <body>"`` (:func:`format_fact`), or ``body`` alone under an id title (a reader
-    gains nothing from ``doc-3f2a.txt`` and the budget would pay for it on every line).
+    ``"<title> | <body>"`` (:func:`format_fact`). Under an id title (a reader gains nothing from
+    ``doc-3f2a.txt`` and the budget would pay for it on every line) it is ``"<subject> | <body>"``,
+    or ``body`` alone when there is no subject or the sentence names it in its first words.
     A field of the wrong type, a negative index, hop or rank, or a score that is not a finite
     number raises ``ValueError`` naming the passage and the field.
     """
@@ -56,22 +59,30 @@ class Fact:
     score: float = 0.0
     source: Source | None = field(default=None, repr=False, compare=False)
     id_title: bool = field(default=False, repr=False, compare=False)
+    subject: str = field(default="", repr=False, compare=False)
     body: str = field(init=False, repr=False, compare=False)
     line: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.passage_id, str) and isinstance(self.title, str) and isinstance(self.sentence, str)
-                and isinstance(self.sub_query, str) and _index(self.sentence_index) and _index(self.hop)
+                and isinstance(self.sub_query, str) and isinstance(self.subject, str)
+                and _index(self.sentence_index) and _index(self.hop)
                 and _index(self.rank) and _finite(self.score)):
             self._refuse()
         body = fold_whitespace(self.sentence)
         object.__setattr__(self, "body", body)
-        object.__setattr__(self, "line", body if self.id_title else format_fact(self.title, body))
+        if not self.id_title:
+            line = format_fact(self.title, body)
+        elif self.subject and self.subject.lower() not in body[: len(self.subject) + 20].lower():
+            line = format_fact(self.subject, body)
+        else:
+            line = body
+        object.__setattr__(self, "line", line)
 
     def _refuse(self) -> None:
         """Raise ``ValueError`` for the first bad field (the check above found one)."""
         where = f"fact of passage {self.passage_id!r}"
-        for name in ("passage_id", "title", "sentence", "sub_query"):
+        for name in ("passage_id", "title", "sentence", "sub_query", "subject"):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"{where}: {name} must be a str, got {getattr(self, name)!r}")
         for name in ("sentence_index", "hop", "rank"):
@@ -165,3 +176,14 @@ def _joined(runs: Iterable[Sequence[Fact]]) -> str:
                   if words[-n:] == more[:n]), 0)
         words += more[n:]
     return " ".join(words)
+
+
+def with_subjects(facts: Sequence[Fact], subjects: Mapping[str, str]) -> list[Fact]:
+    """``facts`` with each fact of a record titled by an id (``id_title``) whose title is in
+    ``subjects`` given that title's subject: the name the file's first record opens with,
+    which a reader of a window in the middle of the file has no other way to know ("He won
+    the 1921 Nobel Prize"). Only the line changes (see :class:`Fact`); other facts are kept."""
+    return [Fact(f.passage_id, f.title, f.sentence, f.sentence_index, f.hop, f.sub_query, f.rank, f.score, f.source,
+                 True, subject)
+            if f.id_title and (subject := subjects.get(f.title, "")) else f
+            for f in facts]

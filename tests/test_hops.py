@@ -244,3 +244,13 @@ def test_windows_of_one_file_read_in_turn_are_joined_into_whole_sentences():
     assert len(windows) == 3 and {w.id for w in windows} <= {i for h in res.hops for i in h.retrieved_ids}
     assert [f.sentence for f in res.facts if f.title == "c.txt"] == list(split_sentences(text))
     assert res.full_context.count("radioactivity") == 1  # the overlap is read once
+
+
+def test_the_reader_sees_the_subject_of_a_window_in_the_middle_of_a_file():
+    windows = [Passage("e.txt#0", "e.txt", ("Albert Einstein was a theoretical physicist born in Ulm.",)),
+               Passage("e.txt#1", "e.txt", ("He received the Nobel Prize in Physics in 1921.",))]
+    fillers = [Passage(f"f{i}.txt#0", f"f{i}.txt", (f"A town number {i} has a river.",)) for i in range(8)]
+    res = MultiHopRAG(BM25Retriever(windows + fillers), max_passages=3).multi_hop_search("Who received the Nobel Prize in 1921?")
+    lines = {f.passage_id: f.line for f in res.facts}
+    assert "Albert Einstein | He received the Nobel Prize in Physics in 1921." in res.full_context
+    assert all(not line.startswith("e.txt") for line in lines.values())  # never the id

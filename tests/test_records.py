@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rootweaver_innovations.corpus import Passage, split_sentences
-from rootweaver_innovations.records import MIN_OVERLAP_WORDS, facts_from_passages, join_records
+from rootweaver_innovations.records import MIN_OVERLAP_WORDS, Fact, facts_from_passages, join_records, with_subjects
 
 
 def _windows(words: list[str], size: int, stride: int, name: str = "f.txt") -> list[Passage]:
@@ -58,3 +59,19 @@ def test_records_not_read_one_after_the_other_keep_their_own_facts():
                                             "Ada Lovelace was a mathematician mathematician and writer.",
                                             "She wrote notes."]  # one repeated word is no overlap
     assert joined[0] == facts[0] and [f.rank for f in joined[1:]] == [1, 1]
+
+
+def test_a_subject_labels_the_lines_of_an_id_titled_file_that_do_not_name_it():
+    window = Passage("c.txt#1", "c.txt", ("He won the 1921 Nobel Prize.", "Albert Einstein moved to Princeton."))
+    titled = Passage("Einstein#1", "Albert Einstein", ("He won the 1921 Nobel Prize.",))
+    facts = facts_from_passages([window]) + facts_from_passages([titled])
+    assert [f.line for f in facts] == ["He won the 1921 Nobel Prize.", "Albert Einstein moved to Princeton.",
+                                       "Albert Einstein | He won the 1921 Nobel Prize."]
+    labelled = with_subjects(facts, {"c.txt": "Albert Einstein", "Albert Einstein": "Somebody Else"})
+    assert [f.line for f in labelled] == ["Albert Einstein | He won the 1921 Nobel Prize.",
+                                          "Albert Einstein moved to Princeton.",  # names it in its first words
+                                          "Albert Einstein | He won the 1921 Nobel Prize."]  # a real title stays
+    assert labelled == facts and labelled[2] is facts[2]  # the same facts: only the line changes
+    assert with_subjects(facts, {}) == facts and [f.line for f in with_subjects(facts, {"c.txt": ""})][0] == facts[0].line
+    with pytest.raises(ValueError, match="subject"):
+        Fact("p", "t.txt", "x", 0, id_title=True, subject=3)

@@ -247,12 +247,14 @@ def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
     carry one part of a document on are one document to the packers, as a paragraph's sentences
     are; records titled by one id likewise), ``source`` the title, ``position`` the fact's index
     in ``facts`` (the loop's hop and rank order), ``relevance`` :func:`okapi_scores` of the
-    line's terms against ``question``, clipped at 0; ``hop`` and ``sub_query`` the fact's. Facts
+    line's terms against ``question``, clipped at 0 (under an id title, of the sentence's: the
+    file's subject on the line is for the reader, and scoring it cost answers on 2Wiki and
+    MuSiQue, docs/results.md section 15); ``hop`` and ``sub_query`` the fact's. Facts
     whose sentence is blank are skipped. The product's compactors, the packing eval and the
     evidence model's fitting script all build candidates here.
     """
     items = [f for f in facts if f.body]
-    scores = _okapi([text_terms(f.line) for f in items], bm25_tokenize(question))
+    scores = _okapi([text_terms(f.body if f.id_title else f.line) for f in items], bm25_tokenize(question))
     new = tuple.__new__  # valid by construction (a Fact's fields, a clipped finite score): built unchecked
     return [
         new(Candidate, (f"{f.passage_id}#{f.sentence_index}", _document(f), f.line, k, max(0.0, score), None,
