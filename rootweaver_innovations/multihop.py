@@ -418,44 +418,34 @@ class MultiHopRAG:
                 seen.add(take[1].id)
         return pulled
 
-    def _runs(self, read: dict[str, tuple[int, Passage]]) -> dict[str, str]:
-        """For :func:`~rootweaver_innovations.records.join_records`: the id of each read
-        passage titled by an id whose next record in its file was read too -> that record's id.
-        Reads no passage: only the rows of titles with two or more read records are looked up."""
-        by_title: dict[str, list[tuple[int, Passage]]] = {}
-        for row, page in read.values():
-            if row >= 0:
-                by_title.setdefault(page.title, []).append((row, page))
+    def _as_files(self, facts: list[Fact], rows: dict[str, int]) -> list[Fact]:
+        """``facts`` with the records titled by an id read as windows of their files: each run
+        of records read one after the other joined (:func:`~rootweaver_innovations.records.join_records`),
+        and every line given the name the file's first record opens with
+        (:func:`~rootweaver_innovations.records.with_subjects`, :func:`~rootweaver_innovations.text.lead_subject`).
+        ``rows`` maps each read passage id to its row of the title index. One row lookup and one
+        record read per file; a file whose first-read record is outside the index gets no name."""
+        files: dict[str, dict[str, int]] = {}  # id title -> {passage id: row}, in read order
+        for f in facts:
+            if f.id_title:
+                files.setdefault(f.title, {})[f.passage_id] = rows[f.passage_id]
         after: dict[str, str] = {}
-        for title, members in by_title.items():
-            keys = title_keys(title) if len(members) > 1 else ()
+        subjects: dict[str, str] = {}
+        for title, members in files.items():
+            keys = title_keys(title)
             if not keys:
                 continue
             file_rows = self.title_index.rows(keys[0])
-            ids = {row: page.id for row, page in members if id_titled(page)}
+            inside = file_rows and next(iter(members.values())) >= 0
+            lead = self.title_index.passages[file_rows[0]].sentences[:1] if inside else ()
+            if lead and (name := lead_subject(lead[0])):
+                subjects[title] = name
+            ids = {row: pid for pid, row in members.items() if row >= 0}
             for row, pid in ids.items():
                 at = bisect_left(file_rows, row)
                 if at + 1 < len(file_rows) and file_rows[at] == row and file_rows[at + 1] in ids:
                     after[pid] = ids[file_rows[at + 1]]
-        return after
-
-    def _subjects(self, read: dict[str, tuple[int, Passage]]) -> dict[str, str]:
-        """For :func:`~rootweaver_innovations.records.with_subjects`: each read record's id
-        title -> the name the first record of its file opens with
-        (:func:`~rootweaver_innovations.text.lead_subject`), when it has one. Reads one record
-        per file."""
-        subjects: dict[str, str] = {}
-        looked: set[str] = set()
-        for row, page in read.values():
-            if page.title in looked:
-                continue
-            looked.add(page.title)
-            keys = title_keys(page.title) if row >= 0 and id_titled(page) else ()
-            rows = self.title_index.rows(keys[0]) if keys else ()
-            lead = self.title_index.passages[rows[0]].sentences[:1] if rows else ()
-            if lead and (name := lead_subject(lead[0])):
-                subjects[page.title] = name
-        return subjects
+        return with_subjects(join_records(facts, after), subjects)
 
     def multi_hop_search(self, question: str, on_hop: Callable[[Hop], None] | None = None) -> MultiHopResult:
         """Run the loop for ``question`` (non-empty, else ``ValueError``); ``on_hop`` is called
@@ -464,7 +454,7 @@ class MultiHopRAG:
             raise ValueError("question must be a non-empty string")
         hops: list[Hop] = []
         facts: list[Fact] = []
-        read: dict[str, tuple[int, Passage]] = {}
+        rows: dict[str, int] = {}  # passage id -> its row of the title index
         steps = self._coverage_hops(question) if self.stop_rule == "coverage" else self._evidence_hops(question)
         while True:
             try:
@@ -472,12 +462,12 @@ class MultiHopRAG:
             except StopIteration as done:
                 stop = done.value
                 break
-            read.update((p.id, (row, p)) for row, p in passages)
+            rows.update((p.id, row) for row, p in passages)
             facts.extend(facts_from_passages([p for _, p in passages], hop=len(hops), sub_query=sub_query))
             hops.append(Hop(sub_query, tuple(p.id for _, p in passages), why))
             if on_hop is not None:
                 on_hop(hops[-1])
-        facts = with_subjects(join_records(facts, self._runs(read)), self._subjects(read))
+        facts = self._as_files(facts, rows)
         full = SynthContext(tuple(facts), tuple(h.sub_query for h in hops))
 
         final_subs = tuple(self._decompose_query(question, facts))
