@@ -42,6 +42,7 @@ __all__ = [
     "TitleBatch",
     "TitleHashCollision",
     "TitleIndex",
+    "id_like",
     "id_titled",
     "key_of",
     "passage_keys",
@@ -107,14 +108,20 @@ def passage_keys(passage: Passage) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*keys, *(k for name in names for k in title_keys(name)))))
 
 
+def id_like(title: str) -> bool:
+    """``title`` (stripped) has the shape of an id: nothing, or one token holding a digit or
+    one of ``._-/:#`` (``doc-17``, ``notes_2019.txt``; also ``AC/DC``, which :func:`id_titled`
+    tells apart by its text)."""
+    return _ID.fullmatch(title.strip()) is not None
+
+
 def id_titled(passage: Passage) -> bool:
     """``passage`` is a record (no ``source``) titled by an id (one token with a digit or one of
     ``._-/:#``, or nothing) that shares no word with its text: ``doc-17``, ``notes_2019.txt``,
     not ``AC/DC`` or ``1984``, whose pages say their names. Such a title names nothing a
     question or a reader can use."""
-    title = passage.title.strip()
-    return (passage.source is None and _ID.fullmatch(title) is not None
-            and set(WORD.findall(title.lower())).isdisjoint(WORD.findall(passage.text.lower())))
+    return (passage.source is None and id_like(passage.title)
+            and set(WORD.findall(passage.title.lower())).isdisjoint(WORD.findall(passage.text.lower())))
 
 
 @lru_cache(maxsize=1 << 16)

@@ -1,6 +1,6 @@
 """Refit the ``evidence`` packer's two models and write ``rootweaver_innovations/data/evidence_model.json``.
 
-Usage: python scripts/fit_evidence_weights.py [--datasets hotpotqa,musique]
+Usage: python scripts/fit_evidence_weights.py [--section titled|untitled] [--datasets hotpotqa,musique]
        [--no-opaque-copies] [--chunk-layouts txt,txt5,win40] [--source loop|top5] [--out PATH] [--check]
 
 Tuning half only: the even-indexed rows (``rows[0::2]``) of each bundled dev set named by
@@ -14,6 +14,11 @@ with each title replaced by an opaque id (``doc-<passage id>``, as ``--opaque-ti
 in the evals): what users with their own documents get, so the title-free features carry
 weight. ``--chunk-layouts`` adds each problem once more per layout, the pool written as a
 user's files or chunks (:mod:`evals.documents_folder`) and read as the product reads them.
+``--section untitled`` fits the model's ``untitled`` weights instead (what a problem whose every
+candidate is titled by an id is scored with): on the opaque copies and the chunk layouts only
+(``win40`` unless ``--chunk-layouts`` names others), never on titled problems, keeping the
+titled weights of the file at ``--out``; ``--section titled`` (the default) keeps its
+``untitled`` weights.
 Labels (used here, offline, never by the policy): a document is a gold paragraph (in a chunk
 layout: holds a fact from a gold paragraph's file that opens with 8 of its words); a sentence
 contains the normalised answer.
@@ -27,7 +32,7 @@ contains the normalised answer.
 
 Writes the model file (weights by feature name, the packing parameters kept from the file at
 ``--out`` when it exists, provenance: data, rows, source, date, command). ``--check`` only
-prints the largest difference to the shipped file.
+prints the largest difference to the same section of the shipped file.
 Deterministic (same data, same weights).
 """
 
@@ -60,6 +65,9 @@ from rootweaver_innovations.retrieval import BM25Retriever
 SHIPPED = Path(__file__).resolve().parent.parent / "rootweaver_innovations" / "data" / MODEL_FILE
 DEFAULT_DATASETS = "hotpotqa,musique"  # chosen on the even rows (docs/results.md section 0)
 _CAPTURED: list[PackingProblem] = []
+PARAMS_NOTE = ("kept from the previous model file: coverage (of the linear bonus coverage * q_d), price and "
+               "fill_evidence chosen on the even rows (product path, 160 tokens, 256 tokens and half the off "
+               "context's median; MuSiQue cross-fitted over two folds of its even rows; docs/results.md)")
 
 
 def _capture(problem: PackingProblem) -> Selection:
@@ -138,10 +146,11 @@ def _chunk_items(rows, layout: str) -> list:
     return items
 
 
-def _problems(rows, source: str, budget: Budget, opaque_copies: bool, chunk_layouts: tuple[str, ...] = ()):
-    """(row, gold ids, captured problem) for each row with candidates, product-shaped; with
-    ``opaque_copies`` each row a second time with opaque titles, and once more per layout of
-    ``chunk_layouts`` (loop source only)."""
+def _problems(rows, source: str, budget: Budget, opaque_copies: bool, chunk_layouts: tuple[str, ...] = (),
+              titled: bool = True):
+    """(row, gold ids, captured problem) for each row with candidates, product-shaped (with
+    ``titled``, as titled), with ``opaque_copies`` each row with opaque titles, and once more
+    per layout of ``chunk_layouts`` (loop source only)."""
     out = []
     if source == "loop":
         pool = build_open_pool(rows)
@@ -153,7 +162,7 @@ def _problems(rows, source: str, budget: Budget, opaque_copies: bool, chunk_layo
             own = build_open_pool([row])
             facts, _cands = retrieved_candidates(row.question, BM25Retriever(own.passages).search(row.question, TOP_K))
             items.append((row, own.gold[0], facts))
-    variants = (False, True) if opaque_copies else (False,)
+    variants = (False,) * titled + (True,) * opaque_copies
     for opaque in variants:
         for row, gold, facts in items:
             cands = fact_candidates(row.question, _opaque(facts) if opaque else facts)
@@ -200,6 +209,8 @@ def _named(columns: dict[str, np.ndarray], rows: int) -> tuple[list[str], np.nda
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--section", choices=("titled", "untitled"), default="titled",
+                    help="which weights to fit: titled (default) or untitled (opaque ids and chunk layouts only)")
     ap.add_argument("--datasets", type=_dataset_weights, default=_dataset_weights(DEFAULT_DATASETS),
                     help=f"comma list of name[:k] (default {DEFAULT_DATASETS})")
     ap.add_argument("--no-opaque-copies", dest="opaque_copies", action="store_false",
@@ -213,6 +224,14 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=SHIPPED)
     ap.add_argument("--check", action="store_true", help="compare with the shipped file, write nothing")
     args = ap.parse_args()
+    untitled = args.section == "untitled"
+    previous = EvidenceModel.load(args.out) if args.out.is_file() else None
+    if untitled:
+        if previous is None:
+            ap.error(f"--section untitled keeps the titled weights of --out, but {args.out} does not exist")
+        if not args.opaque_copies:
+            ap.error("--section untitled fits on the opaque copies: drop --no-opaque-copies")
+        args.chunk_layouts = args.chunk_layouts or ("win40",)
     if "_capture_problem" not in POLICIES:
         register_policy("_capture_problem", _capture)
     budget = Budget.tokens(160, default_token_counter())
@@ -223,10 +242,10 @@ def main() -> None:
         except CorpusError as exc:
             ap.error(str(exc))
         rows = all_rows[0::2]
-        captured += _problems(rows, args.source, budget, args.opaque_copies, args.chunk_layouts) * k
+        captured += _problems(rows, args.source, budget, args.opaque_copies, args.chunk_layouts, not untitled) * k
         used.append(f"evals/data/{DATASETS[name]}: even-indexed rows 0, 2, ... ({len(rows)} of {len(all_rows)})"
                     + (f", counted {k} times" if k > 1 else ""))
-    params = EvidenceModel.load(args.out).params if args.out.is_file() else EvidenceParams()
+    params = previous.params if previous is not None else EvidenceParams()
 
     doc_x, doc_y, doc_names, features = [], [], None, []
     for _row, gold, pr in captured:
@@ -264,15 +283,14 @@ def main() -> None:
             "candidates": f"{args.source}: " + ("MultiHopRAG facts over the open pool" if args.source == "loop"
                                                 else f"BM25 top-{TOP_K} of the question's own paragraphs")
             + ", packing.candidates.fact_candidates"
-            + (", each problem also with opaque titles (doc-<passage id>)" if args.opaque_copies else "")
+            + (", each problem with opaque titles (doc-<passage id>) only" if untitled
+               else ", each problem also with opaque titles (doc-<passage id>)" if args.opaque_copies else "")
             + (f", and over the pool written as {', '.join(args.chunk_layouts)} (evals.documents_folder; a "
                "document is gold when a fact of it comes from a gold paragraph's file and opens with 8 of its "
                "words)" if args.chunk_layouts else ""),
             "fit": {"problems": len(captured), "documents": int(sum(map(len, doc_y))), "answer_groups": len(groups),
                     "doc_c": args.doc_c, "l2": args.l2},
-            "params": "kept from the previous model file: coverage (of the linear bonus coverage * q_d), price "
-                      "and fill_evidence chosen on the even rows (product path, 160 tokens, 256 tokens and half the "
-                      "off context's median; MuSiQue cross-fitted over two folds of its even rows; docs/results.md)",
+            **({} if untitled else {"params": PARAMS_NOTE}),
             "command": "python " + " ".join(["scripts/fit_evidence_weights.py", *sys.argv[1:]]),
             "date": datetime.date.today().isoformat(),
         },
@@ -280,10 +298,18 @@ def main() -> None:
     print(f"{len(captured)} problems; {sum(map(len, doc_y))} documents, {len(groups)} answer groups")
     if args.check:
         shipped = EvidenceModel.load(args.out)
+        shipped = shipped.untitled if untitled else shipped
+        if shipped is None:
+            print("the shipped file has no untitled weights")
+            return
         diff = max(abs(model.document_weights[n] - shipped.document_weights.get(n, np.nan)) for n in doc_names)
         diff = max(diff, *(abs(model.sentence_weights[n] - shipped.sentence_weights.get(n, np.nan)) for n in sent_names))
         print(f"max |new - shipped| weight: {diff:.4f}")
         return
+    if untitled:
+        model = dataclasses.replace(previous, untitled=model)
+    else:
+        model = dataclasses.replace(model, untitled=previous.untitled if previous is not None else None)
     args.out.write_text(json.dumps(model.to_mapping(), indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
 

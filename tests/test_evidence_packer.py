@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -244,6 +245,28 @@ def test_the_model_file_names_features_and_provenance_and_bad_files_are_one_line
     cands = [Candidate("a", "A", "Alpha was born in 1950.", 0, 1.0), Candidate("b", "B", "Beta.", 1, 0.5)]
     with pytest.raises(ValueError, match="no_such_feature"):
         unknown.score(_problem(cands, "When was Alpha born?", Budget.chars(100)))
+
+
+def test_problems_titled_only_by_ids_are_scored_with_the_untitled_weights(tmp_path):
+    shipped = EvidenceModel.load()
+    assert shipped.untitled is not None and shipped.untitled.provenance["rows"].startswith("even-indexed")
+    titled_only = dataclasses.replace(shipped, untitled=None)
+    untitled = shipped.untitled
+    by_ids = _stadium_problem(("doc-1", "doc-2", "notes_3.txt"))
+    mixed = _stadium_problem(("doc-1", "Gamma", "doc-3"))
+    titled = _stadium_problem(("Alpha Club", "Gamma", "Beta Park"))
+    for problem, used in ((by_ids, untitled), (mixed, titled_only), (titled, titled_only)):
+        got, want = shipped.score(problem), used.score(problem)
+        assert np.array_equal(got.answers, want.answers) and np.array_equal(got.documents, want.documents)
+    assert not np.array_equal(shipped.score(by_ids).documents, titled_only.score(by_ids).documents)
+    # the section survives the file round trip; a broken one is the file's one-line error
+    raw = shipped.to_mapping()
+    assert EvidenceModel.from_mapping(raw).untitled.to_mapping() == untitled.to_mapping()
+    del raw["untitled"]["sentence"]
+    bad = tmp_path / "m.json"
+    bad.write_text(json.dumps(raw))
+    with pytest.raises(ValueError, match=f"{bad}: not an evidence model file"):
+        EvidenceModel.load(bad)
 
 
 def test_wording_features_read_the_bare_sentence_not_the_rendered_title():

@@ -11,7 +11,10 @@ Two fixed linear models over a problem's named features (:mod:`.features`):
 Both are fitted state: weights by feature name, the packing parameters and their provenance
 live in ``rootweaver_innovations/data/evidence_model.json``, written by
 ``scripts/fit_evidence_weights.py`` and read by one :class:`EvidenceModel` object.
-Features are matched to the file's names, never by position.
+Features are matched to the file's names, never by position. The file may carry a second set
+of both models, ``untitled``, fitted only on documents titled by ids (opaque ids, windows a
+user cut from files): a problem whose every candidate is titled by an id
+(:func:`~rootweaver_innovations.titles.id_like`) is scored with it, any other with the first.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..titles import id_like
 from .features import EvidenceProblem, ProblemFeatures
 
 __all__ = ["MODEL_FILE", "EvidenceModel", "EvidenceParams", "EvidenceScores", "score", "shipped_model"]
@@ -109,8 +113,10 @@ class EvidenceModel:
     ``document_weights`` / ``sentence_weights`` map feature names to weights (a name
     :class:`~.features.ProblemFeatures` does not compute is a ``ValueError`` when the model
     is used); ``document_bias`` is the logistic intercept; ``provenance`` says what data,
-    rows, command and date produced the weights. Build it with :meth:`load` (a JSON file;
-    the shipped one by default) or directly for experiments.
+    rows, command and date produced the weights. ``untitled``, when set, is the model for
+    problems whose every candidate is titled by an id (its own weights and provenance; its
+    ``params`` are this model's). Build it with :meth:`load` (a JSON file; the shipped one by
+    default) or directly for experiments.
     """
 
     document_weights: Mapping[str, float]
@@ -118,6 +124,7 @@ class EvidenceModel:
     sentence_weights: Mapping[str, float]
     params: EvidenceParams = EvidenceParams()
     provenance: Mapping[str, Any] = field(default_factory=dict)
+    untitled: EvidenceModel | None = None
 
     def __post_init__(self) -> None:
         for section in ("document_weights", "sentence_weights"):
@@ -148,28 +155,36 @@ class EvidenceModel:
         try:
             if raw["format"] != MODEL_FORMAT:
                 raise ValueError(f"format {raw['format']!r}, expected {MODEL_FORMAT}")
-            return cls(
-                document_weights=dict(raw["document"]["weights"]),
-                document_bias=float(raw["document"]["bias"]),
-                sentence_weights=dict(raw["sentence"]["weights"]),
-                params=EvidenceParams(**raw.get("params", {})),
-                provenance=dict(raw.get("provenance", {})),
-            )
+            params = EvidenceParams(**raw.get("params", {}))
+
+            def weights(section: Mapping[str, Any], untitled: EvidenceModel | None) -> EvidenceModel:
+                return cls(document_weights=dict(section["document"]["weights"]),
+                           document_bias=float(section["document"]["bias"]),
+                           sentence_weights=dict(section["sentence"]["weights"]), params=params,
+                           provenance=dict(section.get("provenance", {})), untitled=untitled)
+
+            return weights(raw, weights(raw["untitled"], None) if "untitled" in raw else None)
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"{source}: not an evidence model file ({exc})") from None
 
     def to_mapping(self) -> dict[str, Any]:
         """The JSON-ready form :meth:`from_mapping` reads."""
         p = self.params
-        return {
+        out = {
             "format": MODEL_FORMAT,
             "provenance": dict(self.provenance),
             "params": {"coverage": p.coverage, "price": p.price, "fill_evidence": p.fill_evidence,
                        "options_per_doc": p.options_per_doc,
                        "max_per_doc": p.max_per_doc, "max_cover_docs": p.max_cover_docs},
-            "document": {"bias": self.document_bias, "weights": dict(self.document_weights)},
-            "sentence": {"weights": dict(self.sentence_weights)},
+            **self._weights(),
         }
+        if self.untitled is not None:
+            out["untitled"] = {"provenance": dict(self.untitled.provenance), **self.untitled._weights()}
+        return out
+
+    def _weights(self) -> dict[str, Any]:
+        return {"document": {"bias": self.document_bias, "weights": dict(self.document_weights)},
+                "sentence": {"weights": dict(self.sentence_weights)}}
 
     def document_likelihood(self, columns: Mapping[str, Any], n_doc: int) -> np.ndarray:
         """``q_d`` from named document features, clipped to ``[1e-4, 1 - 1e-4]``."""
@@ -183,12 +198,15 @@ class EvidenceModel:
         return _softmax(_matrix(columns, names, n) @ np.array([self.sentence_weights[k] for k in names]))
 
     def score(self, problem: EvidenceProblem) -> EvidenceScores:
-        """The problem's answer shares ``p`` and document likelihoods ``q`` (empty for no candidate)."""
+        """The problem's answer shares ``p`` and document likelihoods ``q`` (empty for no
+        candidate), by the ``untitled`` weights when set and every candidate is titled by an id."""
         if not problem.candidates:
             return EvidenceScores(np.zeros(0), np.zeros(0))
+        untitled = self.untitled
+        model = untitled if untitled is not None and all(id_like(c.source_key) for c in problem.candidates) else self
         features = ProblemFeatures(problem)
-        q = self.document_likelihood(features.documents(), features.n_documents)
-        return EvidenceScores(self.answer_shares(features.sentences(q), len(problem.candidates)), q)
+        q = model.document_likelihood(features.documents(), features.n_documents)
+        return EvidenceScores(model.answer_shares(features.sentences(q), len(problem.candidates)), q)
 
 
 @functools.cache
