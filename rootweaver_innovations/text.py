@@ -90,6 +90,7 @@ _ARTICLES = frozenset({"The", "A", "An"})
 _NICKNAME = re.compile(r"(?<=\s)[\"\u201c][^\"\u201c\u201d]{1,40}[\"\u201d](?=\s)")  # 'Julius Caesar "J. C." Watts'
 _HONORIFICS = frozenset("Sir Dame Dr Lord Prof Professor Rev".split())  # before a name
 _POST_NOMINALS = frozenset("Jr Sr II III IV MBE OBE CBE KBE DBE GBE QC KC PhD MD".split())  # after a name
+_REGNAL = frozenset("II III IV".split())  # after a single name a monarch's or pope's number, part of the name
 _NOT_SUBJECTS = (LEADING_WORDS - _ARTICLES) | frozenset(  # words that open a clause, not a name
     "According After Although Among As Before Between Born By Despite During Following For From However "
     "If Located Since Through Under Unlike Upon When While With "
@@ -170,7 +171,8 @@ def _subject(sentence: str) -> tuple[list[str], int, bool] | None:
         return None
     head = _NICKNAME.sub(" ", sentence[: m.start()]).strip().strip(_QUOTES).strip()
     words = [w for w in head.split() if not (len(w) > 2 and w[0] in _QUOTES and w[-1] in _QUOTES)]
-    while len(words) > 1 and words[-1].rstrip(".,") in _POST_NOMINALS:
+    while len(words) > 1 and words[-1].rstrip(".,") in _POST_NOMINALS and not (
+            len(words) == 2 and words[-1] in _REGNAL):  # "Leopold II" keeps its numeral, "Tom Smith II" not
         words.pop()
     if len(words) > 2 and words[0].rstrip(".") in _HONORIFICS:  # "Sir Cedric Drewe", "Dr. Eugene Porter"
         words = words[1:]

@@ -89,6 +89,8 @@ def test_split_sentences_keeps_initials_and_abbreviations_together_when_asked():
     ("Drinking water quality standards describe the parameters.", None),
     ("Barry Thomas Cable MBE (born 22 September 1943) is a footballer.", "Barry Cable"),  # post-nominals dropped
     ('Julius Caesar "J. C." Watts Jr. (born November 18, 1957) is a politician.', "Julius Watts"),
+    ("Leopold II (5 May 1747 – 1 March 1792) was Holy Roman Emperor.", "Leopold II"),  # a monarch's number stays
+    ("Ken Griffey Jr. is a baseball player.", "Ken Griffey"),
     ("Harvey Lawrence Pekar ( ; October 8, 1939 - July 12, 2010) was a writer.", "Harvey Pekar"),
     ("S. Sylvan Simon (March 9, 1910 - May 17, 1951) was a director.", "S. Sylvan Simon"),  # an initial: whole
     ("Similarly, the place of birth is recorded.", None),
