@@ -5,7 +5,8 @@ A passage is indexed under its keys (:func:`passage_keys`): those of its title
 parenthesised qualifier, of the part before the first comma, and of that without a leading
 article), and, for a record titled by an id or a file name (``doc-17``) that its text does
 not repeat, those of the names its lead sentence gives its subject
-(:func:`~rootweaver_innovations.text.subject_names`). A chunk of a document is named by
+(:func:`~rootweaver_innovations.text.subject_names`), and of the first of them with its first
+name as a nickname (``nicknames``: "Michael Taylor" is also "Mick Taylor"). A chunk of a document is named by
 :mod:`~rootweaver_innovations.documents` and keeps its title's keys only.
 
 The index is five flat arrays (:class:`TitleArrays`), so the same object works over an
@@ -22,7 +23,7 @@ from __future__ import annotations
 import re
 import unicodedata
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from hashlib import blake2b
@@ -99,13 +100,33 @@ def passage_keys(passage: Passage) -> tuple[str, ...]:
     or nothing) that shares no word with its text, those of every name its lead sentence
     gives its subject (:func:`~rootweaver_innovations.text.subject_names`;
     ``Passage("doc-17", "doc-17", ("Ibrium was the vizier of Ebla.",))`` -> ``("doc 17",
-    "ibrium")``). A real title, even one its text does not repeat, is kept alone: the
+    "ibrium")``) and, when the first is two words, those with a nickname of its first word
+    that starts with its letter (:func:`_nicknamed`). A real title, even one its text does not repeat, is kept alone: the
     first sentence of a paragraph from the middle of a page rarely names anything."""
     keys = title_keys(passage.title)
     if not id_titled(passage):
         return keys
     names = subject_names(passage.sentences[0])
+    names = (*names, *_nicknamed(names[0])) if names else ()
     return tuple(dict.fromkeys((*keys, *(k for name in names for k in title_keys(name)))))
+
+
+@lru_cache(maxsize=1)
+def _nicknames() -> Callable[[str], set[str]]:
+    from nicknames import NickNamer  # the package's table of English given names and their nicknames
+
+    return NickNamer().nicknames_of
+
+
+def _nicknamed(name: str) -> list[str]:
+    """``name`` of two capitalised words with its first one replaced by each of its nicknames
+    that start with the same letter (``nicknames`` package): "Michael Taylor" -> "Micah Taylor",
+    "Mick Taylor", ... (a page opening "Michael Kevin Taylor" is "Mick Taylor" to others)."""
+    words = name.split()
+    if len(words) != 2 or not all(w.isalpha() and w[0].isupper() for w in words):
+        return []
+    first = words[0].lower()
+    return [f"{n.capitalize()} {words[1]}" for n in sorted(_nicknames()(first)) if n[0] == first[0]]
 
 
 def id_like(title: str) -> bool:

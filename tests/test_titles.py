@@ -93,6 +93,17 @@ def test_a_record_keeps_its_title_keys_first_and_only_an_id_title_gains_names(ti
         assert keys == title_keys(title)  # a real title (several words, or no digit or separator)
 
 
+def test_a_person_titled_by_an_id_is_also_indexed_under_the_nicknames_of_the_first_name():
+    mick = Passage("p1", "doc-p1", ("Michael Kevin Taylor (born 17 January 1949) is an English musician.",))
+    titled = Passage("p2", "Michael Kevin Taylor", ("Michael Kevin Taylor (born 17 January 1949) is a musician.",))
+    keys = passage_keys(mick)
+    assert keys[:4] == ("doc p1", "michael taylor", "michael kevin taylor", "michael k taylor")
+    assert {"mick taylor", "mike taylor"} <= set(keys) and not any(k.startswith("bill") for k in keys)
+    assert [p.id for p in TitleIndex([mick, titled]).pages("mick taylor")] == ["p1"]  # a real title is kept alone
+    assert passage_keys(Passage("p3", "doc-p3", ("Life University is a private university.",))) == (
+        "doc p3", "life university")  # no nickname of "Life" starts with an l
+
+
 def test_an_id_title_the_text_does_not_repeat_is_indexed_under_the_lead_subject_names():
     from rootweaver_innovations.corpus import Source
 
