@@ -81,8 +81,9 @@ LEADING_WORDS = frozenset(  # capitalised only because they open a sentence
     "The A An In On At He She It They His Her Its This That These Those".split())
 
 
-_SUBJECT_END = re.compile(r"\s*[(,;:]|\s+(?:is|was|are|were|has|had|refers|became|served|lived|may)\b"
-                          r"|\s+[-\u2013\u2014]\s")
+_LEAD_VERBS = "is|was|are|were|has|had|refers|became|served|lived|may"
+_SUBJECT_END = re.compile(rf"\s*[(,;:]|\s+(?:{_LEAD_VERBS})\b|\s+[-\u2013\u2014]\s")
+_LEAD_GOES_ON = re.compile(rf"\b(?:{_LEAD_VERBS})\b|\(")  # after "Name, ...": the verb or bracket of a lead
 _LIFE_DATES = re.compile(rf"\s*\(\s*(?:;\s*)?(?:born\b|b\.|n[\u00e9e]e\b|\d{{3,4}}\s*[-\u2013\u2014?]"
                          rf"|(?:{MONTH_PATTERN})\b|\d{{1,2}}\s+(?:{MONTH_PATTERN})\b)")
 _QUOTES = "\"'\u201c\u201d\u2018\u2019"
@@ -136,11 +137,16 @@ def subject_names(sentence: str) -> tuple[str, ...]:
     "X or Y", a quoted one-word nickname with the last name ('Edward Michael "Bear" Grylls'
     -> "Bear Grylls"), and the capitalised name after "known as" / "known by his pen name" and
     the like in the sentence's first 400 characters ("better known by his pen name Mark
-    Twain"). No duplicates."""
+    Twain"). No duplicates. Empty too when the name ends at a comma, semicolon or colon and no
+    verb or bracket follows in the sentence: the opening of a window cut in the middle of a
+    sentence ("University, following coach Wallace Wade ..."), not a lead ("WWGR, commonly
+    called Gator Country, is ...")."""
     found = _subject(sentence)
     if found is None:
         return ()
     words, end, person = found
+    if sentence[end:].lstrip()[:1] in ",;:" and not _LEAD_GOES_ON.search(sentence, end + 1):
+        return ()
     full = " ".join(words)
     names = [_lead_name(sentence, words, end, person), full]
     if person and _YEAR_SOON.match(sentence, end):

@@ -107,6 +107,19 @@ def test_lead_subject_names_what_a_lead_sentence_is_about(sentence, subject):
 
 
 @pytest.mark.parametrize("sentence, names", [
+    ("University, following coach Wallace Wade and his classmates.", ()),  # a window cut mid-sentence
+    ("English, characterized by local color regionalism.", ()),
+    ("WWGR, commonly called Gator Country 101.9 Music, is a radio station.", ("WWGR",)),  # a lead's apposition
+    ("Ibrium (24th century BC), also spelt Ebrium, was the vizier of Ebla.", ("Ibrium",)),
+])
+def test_a_name_ending_at_a_comma_is_a_subject_only_when_a_lead_goes_on(sentence, names):
+    from rootweaver_innovations.text import lead_subject, subject_names
+
+    assert subject_names(sentence) == names
+    assert lead_subject(sentence) == sentence.split(",")[0].split(" (")[0]  # the reader's label is unchanged
+
+
+@pytest.mark.parametrize("sentence, names", [
     ("Samuel Langhorne Clemens (November 30, 1835 - April 21, 1910), better known by his pen name Mark Twain, "
      "was an American writer.",
      ("Samuel Clemens", "Samuel Langhorne Clemens", "Samuel L. Clemens", "Samuel Langhorne", "Mark Twain")),
