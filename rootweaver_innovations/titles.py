@@ -5,9 +5,10 @@ A passage is indexed under its keys (:func:`passage_keys`): those of its title
 parenthesised qualifier, of the part before the first comma, and of that without a leading
 article), and, for a record titled by an id or a file name (``doc-17``) that its text does
 not repeat, those of the names its lead sentence gives its subject
-(:func:`~rootweaver_innovations.text.subject_names`), and of the first of them with its first
-name as a nickname (``nicknames``: "Michael Taylor" is also "Mick Taylor"). A chunk of a document is named by
-:mod:`~rootweaver_innovations.documents` and keeps its title's keys only.
+(:func:`~rootweaver_innovations.text.subject_names`), and of the first of them with its
+first name as a nickname (``nicknames``: "Michael Taylor" is also "Mick Taylor"). A chunk of
+a document is named by :mod:`~rootweaver_innovations.documents` and keeps its title's keys
+only.
 
 The index is five flat arrays (:class:`TitleArrays`), so the same object works over an
 in-memory corpus (built by :meth:`TitleIndex.build`) and over a saved index, where the
@@ -43,7 +44,6 @@ __all__ = [
     "TitleBatch",
     "TitleHashCollision",
     "TitleIndex",
-    "id_like",
     "id_titled",
     "key_of",
     "passage_keys",
@@ -101,8 +101,9 @@ def passage_keys(passage: Passage) -> tuple[str, ...]:
     gives its subject (:func:`~rootweaver_innovations.text.subject_names`;
     ``Passage("doc-17", "doc-17", ("Ibrium was the vizier of Ebla.",))`` -> ``("doc 17",
     "ibrium")``) and, when the first is two words, those with a nickname of its first word
-    that starts with its letter (:func:`_nicknamed`). A real title, even one its text does not repeat, is kept alone: the
-    first sentence of a paragraph from the middle of a page rarely names anything."""
+    that starts with its letter (:func:`_nicknamed`). A real title, even one its text does
+    not repeat, is kept alone: the first sentence of a paragraph from the middle of a page
+    rarely names anything."""
     keys = title_keys(passage.title)
     if not id_titled(passage):
         return keys
@@ -129,20 +130,14 @@ def _nicknamed(name: str) -> list[str]:
     return [f"{n.capitalize()} {words[1]}" for n in sorted(_nicknames()(first)) if n[0] == first[0]]
 
 
-def id_like(title: str) -> bool:
-    """``title`` (stripped) has the shape of an id: nothing, or one token holding a digit or
-    one of ``._-/:#`` (``doc-17``, ``notes_2019.txt``; also ``AC/DC``, which :func:`id_titled`
-    tells apart by its text)."""
-    return _ID.fullmatch(title.strip()) is not None
-
-
 def id_titled(passage: Passage) -> bool:
     """``passage`` is a record (no ``source``) titled by an id (one token with a digit or one of
     ``._-/:#``, or nothing) that shares no word with its text: ``doc-17``, ``notes_2019.txt``,
     not ``AC/DC`` or ``1984``, whose pages say their names. Such a title names nothing a
     question or a reader can use."""
-    return (passage.source is None and id_like(passage.title)
-            and set(WORD.findall(passage.title.lower())).isdisjoint(WORD.findall(passage.text.lower())))
+    title = passage.title.strip()
+    return (passage.source is None and _ID.fullmatch(title) is not None
+            and set(WORD.findall(title.lower())).isdisjoint(WORD.findall(passage.text.lower())))
 
 
 @lru_cache(maxsize=1 << 16)

@@ -303,7 +303,8 @@ def main() -> None:
             print("the shipped file has no untitled weights")
             return
         diff = max(abs(model.document_weights[n] - shipped.document_weights.get(n, np.nan)) for n in doc_names)
-        diff = max(diff, *(abs(model.sentence_weights[n] - shipped.sentence_weights.get(n, np.nan)) for n in sent_names))
+        diff = max(diff, *(abs(model.sentence_weights[n] - shipped.sentence_weights.get(n, np.nan))
+                           for n in sent_names))
         print(f"max |new - shipped| weight: {diff:.4f}")
         return
     if untitled:

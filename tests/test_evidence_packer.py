@@ -130,13 +130,16 @@ def test_everything_that_fits_is_kept_whole_and_shares_are_a_distribution():
     assert q.shape == (2,) and np.all((q > 0) & (q < 1))
 
 
-def _stadium_problem(titles: tuple[str, str, str]):
+def _stadium_problem(titles: tuple[str, str, str], id_titles: tuple[bool, bool, bool] = (False, False, False)):
     """Documents A (named by the question, names B), C (unrelated, ranked second) and B,
-    titled ``titles``; the question asks for B's opening year."""
+    titled ``titles`` (``id_titles``: which are ids); the question asks for B's opening year."""
     cands = [
-        Candidate("a0", "A", "Alpha Club is a football club that plays at Beta Park.", 0, 2.0, source=titles[0]),
-        Candidate("c0", "C", "Gamma is a football club in another town.", 1, 0.3, source=titles[1]),
-        Candidate("b0", "B", "Beta Park is a stadium opened in 1921.", 2, 0.3, source=titles[2]),
+        Candidate("a0", "A", "Alpha Club is a football club that plays at Beta Park.", 0, 2.0, source=titles[0],
+                  id_title=id_titles[0]),
+        Candidate("c0", "C", "Gamma is a football club in another town.", 1, 0.3, source=titles[1],
+                  id_title=id_titles[1]),
+        Candidate("b0", "B", "Beta Park is a stadium opened in 1921.", 2, 0.3, source=titles[2],
+                  id_title=id_titles[2]),
     ]
     return _problem(cands, "When did the stadium of Alpha Club open?", Budget.tokens(100))
 
@@ -209,6 +212,14 @@ def test_fact_candidates_fill_every_field_by_name_and_pass_validation():
                               sub_query="the sub query")
     assert (second.id, second.position, second.version, second.hop) == ("p9#1", 1, None, 0)
     assert type(first.relevance) is float and first.relevance > second.relevance >= 0.0
+    assert not first.id_title
+    windows = [Fact("w1", "doc-9.txt", "He won the prize.", 0, id_title=True, subject="Albert Einstein"),
+               Fact("w2", "doc-8.txt", "It rained.", 0, id_title=True)]
+    named, unnamed = fact_candidates("who won", windows)
+    assert (named.source, named.id_title, named.text) == ("Albert Einstein", True, "Albert Einstein | He won the prize.")
+    assert (unnamed.source, unnamed.id_title) == ("doc-8.txt", True)  # no subject known: the id stays the title
+    with pytest.raises(ValueError, match="id_title must be a bool"):
+        named._replace(id_title=1)
 
 
 
@@ -252,8 +263,8 @@ def test_problems_titled_only_by_ids_are_scored_with_the_untitled_weights(tmp_pa
     assert shipped.untitled is not None and shipped.untitled.provenance["rows"].startswith("even-indexed")
     titled_only = dataclasses.replace(shipped, untitled=None)
     untitled = shipped.untitled
-    by_ids = _stadium_problem(("doc-1", "doc-2", "notes_3.txt"))
-    mixed = _stadium_problem(("doc-1", "Gamma", "doc-3"))
+    by_ids = _stadium_problem(("Alpha Club", "doc-2", "Beta Park"), (True, True, True))  # subjects where known
+    mixed = _stadium_problem(("doc-1", "Gamma", "doc-3"), (True, False, True))
     titled = _stadium_problem(("Alpha Club", "Gamma", "Beta Park"))
     for problem, used in ((by_ids, untitled), (mixed, titled_only), (titled, titled_only)):
         got, want = shipped.score(problem), used.score(problem)

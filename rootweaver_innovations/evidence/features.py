@@ -66,6 +66,8 @@ class EvidenceCandidate(Protocol):
     def hop(self) -> int | None: ...  # the loop iteration that retrieved it
     @property
     def sub_query(self) -> str | None: ...  # the query that hop issued
+    @property
+    def id_title(self) -> bool: ...  # its document is titled by an id (the title is then its subject)
 
 
 class CostLedger(Protocol):

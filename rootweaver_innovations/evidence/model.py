@@ -13,8 +13,8 @@ live in ``rootweaver_innovations/data/evidence_model.json``, written by
 ``scripts/fit_evidence_weights.py`` and read by one :class:`EvidenceModel` object.
 Features are matched to the file's names, never by position. The file may carry a second set
 of both models, ``untitled``, fitted only on documents titled by ids (opaque ids, windows a
-user cut from files): a problem whose every candidate is titled by an id
-(:func:`~rootweaver_innovations.titles.id_like`) is scored with it, any other with the first.
+user cut from files, whose candidates name the file's subject as their title): a problem whose
+every candidate is titled by an id (``id_title``) is scored with it, any other with the first.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..titles import id_like
 from .features import EvidenceProblem, ProblemFeatures
 
 __all__ = ["MODEL_FILE", "EvidenceModel", "EvidenceParams", "EvidenceScores", "score", "shipped_model"]
@@ -203,7 +202,7 @@ class EvidenceModel:
         if not problem.candidates:
             return EvidenceScores(np.zeros(0), np.zeros(0))
         untitled = self.untitled
-        model = untitled if untitled is not None and all(id_like(c.source_key) for c in problem.candidates) else self
+        model = untitled if untitled is not None and all(c.id_title for c in problem.candidates) else self
         features = ProblemFeatures(problem)
         q = model.document_likelihood(features.documents(), features.n_documents)
         return EvidenceScores(model.answer_shares(features.sentences(q), len(problem.candidates)), q)

@@ -43,6 +43,7 @@ class _CandidateFields(NamedTuple):
     body: str | None = None
     hop: int | None = None
     sub_query: str | None = None
+    id_title: bool = False
 
 
 class Candidate(_CandidateFields):
@@ -56,8 +57,11 @@ class Candidate(_CandidateFields):
     version labels for one source (``source``, or ``doc_id`` when ``source`` is None)
     among the candidates block that source (see :mod:`rootweaver_innovations.packing.selection`).
     ``hop`` (0-based loop iteration that retrieved it) and ``sub_query`` (the query that
-    hop issued) are optional retrieval provenance, read by the ``evidence`` packer.
-    Invalid fields raise ``ValueError`` (on construction, ``_make`` and ``_replace`` alike).
+    hop issued) are optional retrieval provenance, read by the ``evidence`` packer;
+    ``id_title`` says the snippet's document is titled by an id that names nothing (its
+    ``source`` is then the name the document is about, when known), which picks the evidence
+    model's untitled weights. Invalid fields raise ``ValueError`` (on construction, ``_make``
+    and ``_replace`` alike).
 
     An immutable named tuple rather than a frozen dataclass: every compaction builds one per
     fact, and a tuple is built in a quarter of the time.
@@ -67,8 +71,9 @@ class Candidate(_CandidateFields):
 
     def __new__(cls, id: str, doc_id: str, text: str, position: int, relevance: float,
                 version: str | None = None, source: str | None = None, body: str | None = None,
-                hop: int | None = None, sub_query: str | None = None) -> Candidate:
-        self = tuple.__new__(cls, (id, doc_id, text, position, relevance, version, source, body, hop, sub_query))
+                hop: int | None = None, sub_query: str | None = None, id_title: bool = False) -> Candidate:
+        self = tuple.__new__(cls, (id, doc_id, text, position, relevance, version, source, body, hop, sub_query,
+                                   id_title))
         self._check()
         return self
 
@@ -90,6 +95,7 @@ class Candidate(_CandidateFields):
             and type(rel) is float and 0.0 <= rel < math.inf and (hop is None or (type(hop) is int and hop >= 0))
             and (self.version is None or type(self.version) is str) and (self.source is None or type(self.source) is str)
             and (self.body is None or type(self.body) is str) and (self.sub_query is None or type(self.sub_query) is str)
+            and type(self.id_title) is bool
         ):
             return
         if not isinstance(self.id, str) or not self.id:
@@ -107,6 +113,8 @@ class Candidate(_CandidateFields):
                             ("sub_query", self.sub_query)):
             if value is not None and not isinstance(value, str):
                 raise ValueError(f"candidate {self.id!r}: {name} must be a str or None, got {value!r}")
+        if not isinstance(self.id_title, bool):
+            raise ValueError(f"candidate {self.id!r}: id_title must be a bool, got {self.id_title!r}")
 
     @property
     def content(self) -> str:
@@ -245,12 +253,13 @@ def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
     the reader sees and the budget pays for), ``body`` its sentence with whitespace folded,
     ``doc_id`` the passage id (a chunk of a user's file: its path and title, so the chunks that
     carry one part of a document on are one document to the packers, as a paragraph's sentences
-    are; records titled by one id likewise), ``source`` the title, ``position`` the fact's index
-    in ``facts`` (the loop's hop and rank order), ``relevance`` :func:`okapi_scores` of the
-    line's terms against ``question``, clipped at 0 (under an id title, of the sentence's: the
-    file's subject on the line is for the reader, and scoring it cost answers on 2Wiki and
-    MuSiQue, docs/results.md section 15); ``hop`` and ``sub_query`` the fact's. Facts
-    whose sentence is blank are skipped. The product's compactors, the packing eval and the
+    are; records titled by one id likewise), ``source`` the title (under an id title the
+    file's subject when known, the name the reader sees on the line; ``id_title`` set),
+    ``position`` the fact's index in ``facts`` (the loop's hop and rank order), ``relevance``
+    :func:`okapi_scores` of the line's terms against ``question``, clipped at 0 (under an id
+    title, of the sentence's: the file's subject on the line is for the reader, and scoring it
+    cost answers on 2Wiki and MuSiQue, docs/results.md section 15); ``hop`` and ``sub_query``
+    the fact's. Facts whose sentence is blank are skipped. The product's compactors, the packing eval and the
     evidence model's fitting script all build candidates here.
     """
     items = [f for f in facts if f.body]
@@ -258,6 +267,6 @@ def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
     new = tuple.__new__  # valid by construction (a Fact's fields, a clipped finite score): built unchecked
     return [
         new(Candidate, (f"{f.passage_id}#{f.sentence_index}", _document(f), f.line, k, max(0.0, score), None,
-                        f.title, f.body, f.hop, f.sub_query))
+                        (f.subject or f.title) if f.id_title else f.title, f.body, f.hop, f.sub_query, f.id_title))
         for k, (f, score) in enumerate(zip(items, scores))
     ]
