@@ -259,8 +259,8 @@ def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
     :func:`okapi_scores` of the line's terms against ``question``, clipped at 0 (under an id
     title, of the sentence's: the file's subject on the line is for the reader, and scoring it
     cost answers on 2Wiki and MuSiQue, docs/results.md section 15); ``hop`` and ``sub_query``
-    the fact's. Facts whose sentence is blank are skipped. The product's compactors, the packing eval and the
-    evidence model's fitting script all build candidates here.
+    the fact's. Facts whose sentence is blank are skipped. The product's compactors, the
+    packing eval and the evidence model's fitting script all build candidates here.
     """
     items = [f for f in facts if f.body]
     scores = _okapi([text_terms(f.body if f.id_title else f.line) for f in items], bm25_tokenize(question))
