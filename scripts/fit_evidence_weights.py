@@ -297,10 +297,9 @@ def main() -> None:
     )
     print(f"{len(captured)} problems; {sum(map(len, doc_y))} documents, {len(groups)} answer groups")
     if args.check:
-        shipped = EvidenceModel.load(args.out)
-        shipped = shipped.untitled if untitled else shipped
+        shipped = previous.untitled if untitled else previous
         if shipped is None:
-            print("the shipped file has no untitled weights")
+            print(f"{args.out} has no {args.section} weights to compare with")
             return
         diff = max(abs(model.document_weights[n] - shipped.document_weights.get(n, np.nan)) for n in doc_names)
         diff = max(diff, *(abs(model.sentence_weights[n] - shipped.sentence_weights.get(n, np.nan))
