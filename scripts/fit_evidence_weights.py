@@ -207,6 +207,44 @@ def _named(columns: dict[str, np.ndarray], rows: int) -> tuple[list[str], np.nda
     return names, np.column_stack([np.broadcast_to(np.asarray(columns[n], dtype=np.float64), (rows,)) for n in names])
 
 
+def fit_model(captured, params: EvidenceParams, doc_c: float, l2: float) -> tuple[EvidenceModel, dict[str, int]]:
+    """Both fits (module docstring, steps 1 and 2) on ``captured`` (row, gold document ids, problem)
+    triples; returns the model (weights rounded to 4 places, ``params`` kept, no provenance) and
+    the counts of problems, documents and answer groups it was fitted on."""
+    doc_x, doc_y, doc_names, features = [], [], None, []
+    for _row, gold, pr in captured:
+        f = ProblemFeatures(pr)
+        columns = f.documents()
+        doc_names, x = _named(columns, f.n_documents)
+        doc_x.append(x)
+        features.append((f, columns))
+        first = {}
+        for c, d in zip(pr.candidates, pr.doc_index.tolist()):
+            first.setdefault(d, c.doc_id)
+        doc_y.append([float(first[d] in gold) for d in range(len(first))])
+    w_doc, b_doc = fit_logistic(np.vstack(doc_x), np.concatenate(doc_y), doc_c)
+    doc_model = EvidenceModel(dict(zip(doc_names, w_doc.tolist())), b_doc, {})
+
+    groups, sent_names = [], None
+    for (row, _gold, pr), (f, columns) in zip(captured, features):
+        if row.answer.strip().lower() in ("yes", "no"):
+            continue
+        y = np.array([float(answer_in_context(row.answer, c.text)) for c in pr.candidates])
+        if y.any():
+            q = doc_model.document_likelihood(columns, f.n_documents)
+            sent_names, feats = _named(f.sentences(q), len(pr.candidates))
+            groups.append((feats, y))
+    w_sent = fit_conditional_logit(groups, l2)
+    model = EvidenceModel(
+        document_weights={n: round(float(v), 4) for n, v in zip(doc_names, w_doc)},
+        document_bias=round(float(b_doc), 4),
+        sentence_weights={n: round(float(v), 4) for n, v in zip(sent_names, w_sent)},
+        params=params,
+    )
+    counts = {"problems": len(captured), "documents": int(sum(map(len, doc_y))), "answer_groups": len(groups)}
+    return model, counts
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--section", choices=("titled", "untitled"), default="titled",
@@ -247,36 +285,9 @@ def main() -> None:
                     + (f", counted {k} times" if k > 1 else ""))
     params = previous.params if previous is not None else EvidenceParams()
 
-    doc_x, doc_y, doc_names, features = [], [], None, []
-    for _row, gold, pr in captured:
-        f = ProblemFeatures(pr)
-        columns = f.documents()
-        doc_names, x = _named(columns, f.n_documents)
-        doc_x.append(x)
-        features.append((f, columns))
-        first = {}
-        for c, d in zip(pr.candidates, pr.doc_index.tolist()):
-            first.setdefault(d, c.doc_id)
-        doc_y.append([float(first[d] in gold) for d in range(len(first))])
-    w_doc, b_doc = fit_logistic(np.vstack(doc_x), np.concatenate(doc_y), args.doc_c)
-    doc_model = EvidenceModel(dict(zip(doc_names, w_doc.tolist())), b_doc, {})
-
-    groups, sent_names = [], None
-    for (row, _gold, pr), (f, columns) in zip(captured, features):
-        if row.answer.strip().lower() in ("yes", "no"):
-            continue
-        y = np.array([float(answer_in_context(row.answer, c.text)) for c in pr.candidates])
-        if y.any():
-            q = doc_model.document_likelihood(columns, f.n_documents)
-            sent_names, feats = _named(f.sentences(q), len(pr.candidates))
-            groups.append((feats, y))
-    w_sent = fit_conditional_logit(groups, args.l2)
-
-    model = EvidenceModel(
-        document_weights={n: round(float(v), 4) for n, v in zip(doc_names, w_doc)},
-        document_bias=round(float(b_doc), 4),
-        sentence_weights={n: round(float(v), 4) for n, v in zip(sent_names, w_sent)},
-        params=params,
+    model, counts = fit_model(captured, params, args.doc_c, args.l2)
+    model = dataclasses.replace(
+        model,
         provenance={
             "data": used,
             "rows": "even-indexed rows only (the odd rows are held out)",
@@ -288,22 +299,20 @@ def main() -> None:
             + (f", and over the pool written as {', '.join(args.chunk_layouts)} (evals.documents_folder; a "
                "document is gold when a fact of it comes from a gold paragraph's file and opens with 8 of its "
                "words)" if args.chunk_layouts else ""),
-            "fit": {"problems": len(captured), "documents": int(sum(map(len, doc_y))), "answer_groups": len(groups),
-                    "doc_c": args.doc_c, "l2": args.l2},
+            "fit": {**counts, "doc_c": args.doc_c, "l2": args.l2},
             **({} if untitled else {"params": PARAMS_NOTE}),
             "command": "python " + " ".join(["scripts/fit_evidence_weights.py", *sys.argv[1:]]),
             "date": datetime.date.today().isoformat(),
         },
     )
-    print(f"{len(captured)} problems; {sum(map(len, doc_y))} documents, {len(groups)} answer groups")
+    print(f"{counts['problems']} problems; {counts['documents']} documents, {counts['answer_groups']} answer groups")
     if args.check:
         shipped = previous.untitled if untitled else previous
         if shipped is None:
             print(f"{args.out} has no {args.section} weights to compare with")
             return
-        diff = max(abs(model.document_weights[n] - shipped.document_weights.get(n, np.nan)) for n in doc_names)
-        diff = max(diff, *(abs(model.sentence_weights[n] - shipped.sentence_weights.get(n, np.nan))
-                           for n in sent_names))
+        diff = max(*(abs(w - shipped.document_weights.get(n, np.nan)) for n, w in model.document_weights.items()),
+                   *(abs(w - shipped.sentence_weights.get(n, np.nan)) for n, w in model.sentence_weights.items()))
         print(f"max |new - shipped| weight: {diff:.4f}")
         return
     if untitled:
