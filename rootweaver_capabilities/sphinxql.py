@@ -15,10 +15,11 @@ attempt, so a partial ranking is never returned. :func:`export_corpus` writes ev
 re-run is idempotent): replication is the exporter's job on Sphinx (Manticore's own
 replication is in ``docs/adr/0002``).
 
-Ranking: document field ``content`` = ``title + " " + text`` with :data:`CHARSET_TABLE`
-(lowercased letters and digits) and the exact :data:`STOP_WORDS` list, lengths
-counted by the exporter as the local index counts them (attribute ``ntok`` =
-``len(passage_tokens(p))``). A query is :func:`bm25_tokenize`'s tokens OR-ed
+Ranking: document field ``content`` = ``subject + " " + title + " " + text`` (a window's
+file subject, as :func:`~rootweaver_innovations.retrieval.passage_tokens` indexes it) with
+:data:`CHARSET_TABLE` (lowercased letters and digits) and the exact :data:`STOP_WORDS` list,
+lengths counted by the exporter as the local index counts them (attribute ``ntok`` =
+``len(passage_tokens(p, subject))``). A query is :func:`bm25_tokenize`'s tokens OR-ed
 (``a | b``; MATCH is AND by default). Sphinx 2.2.11's length-normalised ``bm25a()`` is 0 on
 RT indexes even with ``index_field_lengths = 1`` (no average field length; its
 ``content_len`` also counts stop words), and its ``bm25`` ranker ignores lengths and scores
@@ -52,6 +53,7 @@ from typing import Any
 from rootweaver_innovations.text import STOP_WORDS, bm25_tokenize
 from rootweaver_innovations.corpus import Passage
 from rootweaver_innovations.retrieval import ScoredPassage, passage_tokens
+from rootweaver_innovations.titles import file_subjects
 
 from .config import SphinxQLConfig
 
@@ -353,10 +355,10 @@ def export_corpus(passages: Iterable[Passage], nodes: Sequence[tuple[str, int, i
                     cur.execute(f"REPLACE INTO {names[s]} (id, content, ntok, pid, title, sentences) VALUES {values}", args)
             pending[s] = []
 
-        for i, p in enumerate(passages):
+        for i, (p, (_title, subject)) in enumerate(zip(passages, file_subjects(passages))):
             s = i % shards
-            content = f"{p.title} {p.text}".translate(_CONTROL)
-            pending[s].append((i + 1, content, len(passage_tokens(p)), p.id, p.title.translate(_CONTROL),
+            content = f"{subject} {p.title} {p.text}".translate(_CONTROL)
+            pending[s].append((i + 1, content, len(passage_tokens(p, subject)), p.id, p.title.translate(_CONTROL),
                                json.dumps(list(p.sentences), ensure_ascii=True)))
             n += 1
             if len(pending[s]) >= batch:

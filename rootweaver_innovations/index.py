@@ -82,7 +82,17 @@ from .documents import (
     passage_record,
 )
 from .retrieval import BM25Retriever, passage_tokens, tokenizer_settings
-from .titles import TITLE_COUNTS, TITLE_DTYPES, TITLE_FILES, TitleArrays, TitleBatch, TitleIndex, passage_keys
+from .titles import (
+    TITLE_COUNTS,
+    TITLE_DTYPES,
+    TITLE_FILES,
+    TitleArrays,
+    TitleBatch,
+    TitleIndex,
+    file_subjects,
+    id_titled,
+    passage_keys,
+)
 
 __all__ = [
     "FORMAT_VERSION",
@@ -370,29 +380,58 @@ class _Chunk:
     titles: TitleBatch
 
 
-def _parse_chunk(corpus: Path, numbered: list[tuple[int, bytes]]) -> _Chunk:
-    """Parse, validate and count one chunk of ``(line number, line)`` (blank lines dropped)."""
-    ids, linenos, lines, tokens, keys = [], [], [], [], []
+def _parse_line(corpus: Path, lineno: int, line: bytes) -> Passage:
+    """The passage of one non-blank corpus line; :class:`CorpusError` naming ``corpus:lineno``."""
+    try:
+        obj = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CorpusError(f"{corpus}:{lineno}: malformed JSON ({getattr(exc, 'msg', exc)})") from None
+    except RecursionError:
+        raise CorpusError(f"{corpus}:{lineno}: JSON nested too deeply") from None
+    if not isinstance(obj, dict):
+        raise CorpusError(f"{corpus}:{lineno}: expected a JSON object")
+    return passage_from_object(obj, corpus, lineno)
+
+
+def _parse_chunk(corpus: Path, numbered: list[tuple[int, bytes]], carry: tuple[str, str] = ("", "")) -> _Chunk:
+    """Parse, validate and count one chunk of ``(line number, line)`` (blank lines dropped);
+    ``carry`` is the run of records titled by one id the chunk continues (:func:`_carry`)."""
+    ids, linenos, lines, passages = [], [], [], []
     for lineno, line in numbered:
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise CorpusError(f"{corpus}:{lineno}: malformed JSON ({getattr(exc, 'msg', exc)})") from None
-        except RecursionError:
-            raise CorpusError(f"{corpus}:{lineno}: JSON nested too deeply") from None
-        if not isinstance(obj, dict):
-            raise CorpusError(f"{corpus}:{lineno}: expected a JSON object")
-        p = passage_from_object(obj, corpus, lineno)
+        p = _parse_line(corpus, lineno, line)
         ids.append(p.id)
         linenos.append(lineno)
         lines.append(line if line.endswith(b"\n") else line + b"\n")
-        tokens.append(passage_tokens(p))
-        keys.append(passage_keys(p))
+        passages.append(p)
+    tokens = [passage_tokens(p, subject) for p, (_title, subject) in zip(passages, file_subjects(passages, carry))]
     vocab = Vocabulary()
     term, doc, tf, lengths = count_chunk(tokens, vocab, 0)
-    return _Chunk(ids, linenos, lines, list(vocab), term, doc, tf, lengths, TitleBatch.from_keys(keys, 0))
+    keys = TitleBatch.from_keys([passage_keys(p) for p in passages], 0)
+    return _Chunk(ids, linenos, lines, list(vocab), term, doc, tf, lengths, keys)
+
+
+def _carry(corpus: Path, numbered: list[tuple[int, bytes]], carry: tuple[str, str]) -> tuple[str, str]:
+    """The run of records titled by one id (:func:`~rootweaver_innovations.titles.file_subjects`)
+    that the chunk after ``numbered`` continues, given the run ``numbered`` continues: read
+    back from its last record to the run's first, so that chunks parsed apart get the
+    subjects of the corpus read whole. A line that does not parse ends the run (its chunk's
+    parse reports it)."""
+    run: list[Passage] = []
+    for lineno, line in reversed(numbered):
+        if not line.strip():
+            continue
+        try:
+            p = _parse_line(corpus, lineno, line)
+        except CorpusError:
+            break
+        if not id_titled(p) or (run and p.title != run[0].title):
+            break
+        run.insert(0, p)
+    else:
+        return (*file_subjects(run, carry),)[-1] if run else carry
+    return (*file_subjects(run),)[-1] if run else ("", "")
 
 
 def _chunks(lines: Iterator[bytes], size: int) -> Iterator[list[tuple[int, bytes]]]:
@@ -435,13 +474,16 @@ def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, worker
                 progress(BuildProgress(len(lengths), raw.count, total, time.perf_counter() - start))
 
         try:
+            carry = ("", "")
             if pool is None:
                 for numbered in _chunks(lines, chunk_size):
-                    take(_parse_chunk(corpus, numbered))
+                    take(_parse_chunk(corpus, numbered, carry))
+                    carry = _carry(corpus, numbered, carry)
             else:
                 pending: deque[Future[_Chunk]] = deque()
                 for numbered in _chunks(lines, chunk_size):
-                    pending.append(pool.submit(_parse_chunk, corpus, numbered))
+                    pending.append(pool.submit(_parse_chunk, corpus, numbered, carry))
+                    carry = _carry(corpus, numbered, carry)
                     if len(pending) > workers:
                         take(pending.popleft().result())
                 while pending:

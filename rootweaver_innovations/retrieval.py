@@ -3,7 +3,9 @@
 Tokenisation (shared by both backends, by queries and by passages): Unicode-aware
 lowercase word tokens (``\\w+``), English stop words from
 :data:`rootweaver_innovations.text.STOP_WORDS` removed, no stemming. A passage is
-indexed as ``title + " " + text``, so a query naming an entity finds its page.
+indexed as ``title + " " + text``, so a query naming an entity finds its page; a record
+titled by an id (a window of a user's file) has no such title, and is indexed with its
+file's subject before it (:func:`passage_tokens`).
 
 ``DenseRetriever`` ranks by cosine of sentence embeddings (an injected
 :class:`~rootweaver_innovations.embeddings.Embedder`); ``HybridRetriever`` fuses any
@@ -19,9 +21,9 @@ the Robertson idf (with a Lucene-idf fallback for queries it scores all-zero, se
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -29,9 +31,8 @@ from .bm25_matrix import BM25Matrix, build_matrix, idf_weights
 from .corpus import Passage
 from .embeddings import Embedder
 from .text import STOP_WORDS, WORD, bm25_tokenize
+from .titles import TitleIndex, file_subjects
 
-if TYPE_CHECKING:
-    from .titles import TitleIndex
 
 __all__ = [
     "BM25Retriever",
@@ -90,10 +91,20 @@ def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:
     return cand[np.lexsort((cand, -scores[cand]))][:k]
 
 
-def passage_tokens(passage: Passage) -> list[str]:
-    """What BM25 indexes for ``passage``: the tokens of ``title + " " + text``, or
-    ``[EMPTY_TOKEN]`` when there are none (so every passage has a length)."""
-    return bm25_tokenize(f"{passage.title} {passage.text}") or [EMPTY_TOKEN]
+def passage_tokens(passage: Passage, subject: str = "") -> list[str]:
+    """What BM25 indexes for ``passage``: the tokens of ``subject + " " + title + " " + text``,
+    or ``[EMPTY_TOKEN]`` when there are none (so every passage has a length). ``subject`` is
+    the name of the file a record titled by an id was cut from, as
+    :func:`~rootweaver_innovations.titles.file_subjects` gives it ("" for any other passage):
+    the window "He received the Nobel Prize in 1921" of a file opening "Albert Einstein
+    was ..." is found by a query naming Einstein, as a titled page would be."""
+    return bm25_tokenize(f"{subject} {passage.title} {passage.text}") or [EMPTY_TOKEN]
+
+
+def _tokens(passages: Sequence[Passage]) -> Iterator[list[str]]:
+    """:func:`passage_tokens` of each of ``passages``, with its file's subject."""
+    for p, (_title, subject) in zip(passages, file_subjects(passages)):
+        yield passage_tokens(p, subject)
 
 
 def tokenizer_settings() -> dict[str, object]:
@@ -101,7 +112,7 @@ def tokenizer_settings() -> dict[str, object]:
     refused when it differs from the running code's."""
     stop = hashlib.sha256("\n".join(sorted(STOP_WORDS)).encode()).hexdigest()
     return {"pattern": WORD.pattern, "lowercase": True, "stop_words_sha256": stop, "empty_token": EMPTY_TOKEN,
-            "fields": "title + ' ' + text"}
+            "fields": "file subject (titles.file_subjects) + ' ' + title + ' ' + text"}
 
 
 class BM25Retriever:
@@ -137,11 +148,11 @@ class BM25Retriever:
         if backend == "rank_bm25":
             from rank_bm25 import BM25Okapi
 
-            tokens = [passage_tokens(p) for p in self.passages]
+            tokens = list(_tokens(self.passages))
             self._okapi = BM25Okapi(tokens, k1=k1, b=b)
             self._matrix = build_matrix(tokens, k1, b)
         else:  # a generator: no token lists of the whole corpus are kept
-            self._matrix = build_matrix((passage_tokens(p) for p in self.passages), k1, b)
+            self._matrix = build_matrix(_tokens(self.passages), k1, b)
 
     @classmethod
     def from_matrix(cls, passages: Sequence[Passage], matrix: BM25Matrix,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import unicodedata
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from hashlib import blake2b
@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from .corpus import Passage
-from .text import LEADING_WORDS, STOP_WORDS, WORD, subject_names
+from .text import LEADING_WORDS, STOP_WORDS, WORD, lead_subject, subject_names
 
 __all__ = [
     "TITLE_COUNTS",
@@ -44,6 +44,7 @@ __all__ = [
     "TitleBatch",
     "TitleHashCollision",
     "TitleIndex",
+    "file_subjects",
     "id_titled",
     "key_of",
     "passage_keys",
@@ -138,6 +139,24 @@ def id_titled(passage: Passage) -> bool:
     title = passage.title.strip()
     return (passage.source is None and _ID.fullmatch(title) is not None
             and set(WORD.findall(title.lower())).isdisjoint(WORD.findall(passage.text.lower())))
+
+
+def file_subjects(passages: Iterable[Passage], carry: tuple[str, str] = ("", "")) -> Iterator[tuple[str, str]]:
+    """For each of ``passages`` in order, ``(title, subject)`` of the run of records it belongs to.
+
+    A run is a stretch of consecutive records titled by the same id (:func:`id_titled`): the
+    windows a user cut from one file and wrote one after the other. Its subject is the
+    name its first record's lead sentence opens with (:func:`~rootweaver_innovations.text.lead_subject`;
+    ``""`` when it names none). Any other passage yields ``("", "")`` and ends the run.
+    ``carry`` is the run the sequence continues (the last pair yielded for the records
+    before it), so a corpus cut into parts gets the same subjects as read whole."""
+    title, subject = carry
+    for p in passages:
+        if not id_titled(p):
+            title, subject = "", ""
+        elif p.title != title:
+            title, subject = p.title, lead_subject(p.sentences[0]) or ""
+        yield title, subject
 
 
 @lru_cache(maxsize=1 << 16)

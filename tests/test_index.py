@@ -238,6 +238,34 @@ def test_passage_tokens_are_title_then_text_and_never_empty():
     assert passage_tokens(Passage("1", "Gerry Shamray", ("An artist.", "Of the city."))) == \
         bm25_tokenize("gerry shamray artist city")
     assert passage_tokens(Passage("2", "The", ("of the!",))) == [EMPTY_TOKEN]
+    assert passage_tokens(Passage("3", "doc-7.txt", ("He taught.",)), "Ernst Mach") == \
+        bm25_tokenize("ernst mach doc 7 txt taught")
+
+
+LEADS = ("Ernst Mach was a physicist.", "Prague is a city.", "it rained.", "He taught in Graz.")
+
+
+@given(st.lists(st.tuples(st.sampled_from(("doc-1.txt", "doc-2.txt", "Prague")), st.sampled_from(LEADS)),
+                min_size=1, max_size=12), st.integers(min_value=1, max_value=4), st.integers(min_value=1, max_value=2))
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_windows_of_a_file_are_indexed_with_its_subject_however_the_build_is_cut(tmp_path, rows, chunk_size,
+                                                                                 workers):
+    work = Path(tmp_path) / f"case{abs(hash((tuple(rows), chunk_size, workers)))}"
+    work.mkdir()
+    corpus = _write_corpus(work / "c.jsonl", rows)
+    build_index(corpus, work / "idx", chunk_size=chunk_size, workers=workers)
+    memory, mapped = BM25Retriever(load_corpus_jsonl(corpus)), open_index(work / "idx", corpus=corpus).retriever()
+    for q in ("ernst mach", "prague graz", "taught"):
+        assert np.array_equal(mapped.scores(q), memory.scores(q))
+    shutil.rmtree(work)
+
+
+def test_a_window_deep_in_a_file_is_found_by_its_files_subject():
+    windows = [Passage("a#0", "doc-a.txt", ("Ernst Mach was an Austrian physicist.",)),
+               Passage("a#1", "doc-a.txt", ("He taught in Graz and Prague.",)),
+               Passage("b#0", "doc-b.txt", ("Graz is a city in Austria.",))]
+    ranked = BM25Retriever(windows).search("Did Ernst Mach teach in Prague?", 3)
+    assert ranked[0].passage.id == "a#1"
 
 
 # ------------------------------------------------------------------ CLI and config

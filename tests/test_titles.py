@@ -26,6 +26,7 @@ from rootweaver_innovations.titles import (
     TitleBatch,
     TitleHashCollision,
     TitleIndex,
+    file_subjects,
     id_titled,
     passage_keys,
     title_keys,
@@ -201,3 +202,23 @@ def test_a_damaged_title_file_is_refused_naming_it(demo_index, tmp_path, rel, fi
 def test_a_retriever_without_titles_gets_one_built_by_the_loop(demo_passages):
     rag = MultiHopRAG(BM25Retriever(demo_passages))
     assert isinstance(rag.title_index, TitleIndex) and len(rag.title_index) > 0
+
+
+@given(st.lists(st.tuples(st.sampled_from(("doc-1.txt", "doc-2.txt", "Prague", "")),
+                          st.sampled_from(("Ernst Mach (born 1838) taught.", "Prague is a city.", "it rained."))),
+                max_size=12), st.integers(0, 12))
+@settings(max_examples=60, deadline=None)
+def test_file_subjects_are_the_same_when_the_corpus_is_read_in_two_parts(rows, cut):
+    passages = [Passage(f"p{i}", t, (s,)) for i, (t, s) in enumerate(rows)]
+    whole = list(file_subjects(passages))
+    head = list(file_subjects(passages[:cut]))
+    assert head + list(file_subjects(passages[cut:], head[-1] if head else ("", ""))) == whole
+    for p, (title, subject) in zip(passages, whole):
+        assert (title == p.title) if id_titled(p) else (title, subject) == ("", "")
+
+
+def test_a_run_of_windows_takes_the_subject_of_its_first_and_a_titled_page_ends_it():
+    rows = [("doc-1.txt", "Ernst Mach (born 1838) was a physicist."), ("doc-1.txt", "He taught in Prague."),
+            ("Prague", "Prague is a city."), ("doc-1.txt", "it rained."), ("doc-2.txt", "Prague is a city.")]
+    passages = [Passage(f"p{i}", t, (s,)) for i, (t, s) in enumerate(rows)]
+    assert [s for _t, s in file_subjects(passages)] == ["Ernst Mach", "Ernst Mach", "", "", "Prague"]
