@@ -90,7 +90,7 @@ from .titles import (
     TitleBatch,
     TitleIndex,
     file_subjects,
-    id_titled,
+    last_file_subject,
     passage_keys,
 )
 
@@ -413,25 +413,20 @@ def _parse_chunk(corpus: Path, numbered: list[tuple[int, bytes]], carry: tuple[s
 
 
 def _carry(corpus: Path, numbered: list[tuple[int, bytes]], carry: tuple[str, str]) -> tuple[str, str]:
-    """The run of records titled by one id (:func:`~rootweaver_innovations.titles.file_subjects`)
-    that the chunk after ``numbered`` continues, given the run ``numbered`` continues: read
-    back from its last record to the run's first, so that chunks parsed apart get the
-    subjects of the corpus read whole. A line that does not parse ends the run (its chunk's
-    parse reports it)."""
-    run: list[Passage] = []
-    for lineno, line in reversed(numbered):
-        if not line.strip():
-            continue
-        try:
-            p = _parse_line(corpus, lineno, line)
-        except CorpusError:
-            break
-        if not id_titled(p) or (run and p.title != run[0].title):
-            break
-        run.insert(0, p)
-    else:
-        return (*file_subjects(run, carry),)[-1] if run else carry
-    return (*file_subjects(run),)[-1] if run else ("", "")
+    """The run of records (:func:`~rootweaver_innovations.titles.file_subjects`) the chunk after
+    ``numbered`` continues, given the run ``numbered`` continues: its records parsed from the
+    last one back, only as far as that run began. A line that does not parse ends the reading
+    (its chunk's parse reports it)."""
+
+    def backwards() -> Iterator[Passage]:
+        for lineno, line in reversed(numbered):
+            if line.strip():
+                try:
+                    yield _parse_line(corpus, lineno, line)
+                except CorpusError:
+                    return
+
+    return last_file_subject(backwards(), carry)
 
 
 def _chunks(lines: Iterator[bytes], size: int) -> Iterator[list[tuple[int, bytes]]]:

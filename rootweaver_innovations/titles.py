@@ -47,6 +47,7 @@ __all__ = [
     "file_subjects",
     "id_titled",
     "key_of",
+    "last_file_subject",
     "passage_keys",
     "title_keys",
 ]
@@ -144,19 +145,33 @@ def id_titled(passage: Passage) -> bool:
 def file_subjects(passages: Iterable[Passage], carry: tuple[str, str] = ("", "")) -> Iterator[tuple[str, str]]:
     """For each of ``passages`` in order, ``(title, subject)`` of the run of records it belongs to.
 
-    A run is a stretch of consecutive records titled by the same id (:func:`id_titled`): the
-    windows a user cut from one file and wrote one after the other. Its subject is the
-    name its first record's lead sentence opens with (:func:`~rootweaver_innovations.text.lead_subject`;
-    ``""`` when it names none). Any other passage yields ``("", "")`` and ends the run.
-    ``carry`` is the run the sequence continues (the last pair yielded for the records
-    before it), so a corpus cut into parts gets the same subjects as read whole."""
+    A run is a stretch of consecutive records (no ``source``) sharing one non-empty title,
+    the first of them titled by an id (:func:`id_titled`): the windows a user cut from one
+    file and wrote one after the other. Its subject is the name its first record's lead
+    sentence opens with (:func:`~rootweaver_innovations.text.lead_subject`; ``""`` when it
+    names none). Any other passage yields ``("", "")``. ``carry`` is the run the sequence
+    continues (the last pair yielded for the records before it; :func:`last_file_subject`),
+    so a corpus read in parts gets the subjects of the corpus read whole. One
+    :func:`id_titled` and one ``lead_subject`` per run."""
     title, subject = carry
     for p in passages:
-        if not id_titled(p):
-            title, subject = "", ""
-        elif p.title != title:
-            title, subject = p.title, lead_subject(p.sentences[0]) or ""
+        if not (title and p.title == title and p.source is None):
+            title, subject = (p.title, lead_subject(p.sentences[0]) or "") if p.title and id_titled(p) else ("", "")
         yield title, subject
+
+
+def last_file_subject(backwards: Iterable[Passage], carry: tuple[str, str] = ("", "")) -> tuple[str, str]:
+    """The last pair :func:`file_subjects` gives for a sequence (continuing ``carry``) whose
+    records, read from the last one back, are ``backwards``: read only as far back as its
+    last run began (one record when the last one's title is not an id)."""
+    run: list[Passage] = []
+    for p in backwards:
+        if p.source is not None or not _ID.fullmatch(p.title.strip()) or not p.title or (run and p.title != run[0].title):
+            break
+        run.append(p)
+    else:
+        return (*file_subjects(run[::-1], carry),)[-1] if run else carry
+    return (*file_subjects(run[::-1]),)[-1] if run else ("", "")
 
 
 @lru_cache(maxsize=1 << 16)
