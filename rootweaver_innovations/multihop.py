@@ -33,7 +33,7 @@ from .hops import (
 from .records import Fact, facts_from_passages, join_records, with_subjects
 from .retrieval import Retriever
 from .strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, Compactor, make_compactor
-from .text import fold_whitespace, lead_subject, reasoning_key_terms
+from .text import fold_whitespace, reasoning_key_terms, usual_name
 from .titles import id_titled
 
 __all__ = [
@@ -418,12 +418,13 @@ class MultiHopRAG:
                 seen.add(take[1].id)
         return pulled
 
-    def _as_files(self, facts: list[Fact], rows: dict[str, int]) -> list[Fact]:
+    def _as_files(self, facts: list[Fact], rows: dict[str, int], question: str) -> list[Fact]:
         """``facts`` with the records titled by an id read as windows of their files: each run
         of records read one after the other joined (:func:`~rootweaver_innovations.records.join_records`),
-        and every line given the name the file's first record opens with
-        (:func:`~rootweaver_innovations.records.with_subjects`, :func:`~rootweaver_innovations.text.lead_subject`).
-        ``rows`` maps each read passage id to its row of the title index. One row lookup and one
+        and every line given the name the file's first record opens with, in the form the
+        question and the other files' read facts use most (:func:`~rootweaver_innovations.text.usual_name`:
+        "Danja" rather than "Floyd Hills" when they say "produced by Danja";
+        :func:`~rootweaver_innovations.records.with_subjects`). ``rows`` maps each read passage id to its row of the title index. One row lookup and one
         record read per file; a file whose first-read record is outside the index gets no name."""
         files: dict[str, dict[str, int]] = {}  # id title -> {passage id: row}, in read order
         for f in facts:
@@ -431,6 +432,7 @@ class MultiHopRAG:
                 files.setdefault(f.title, {})[f.passage_id] = rows[f.passage_id]
         after: dict[str, str] = {}
         subjects: dict[str, str] = {}
+        read = "\n".join((question, *(f.sentence for f in facts)))
         for title, members in files.items():
             keys = title_keys(title)
             if not keys:
@@ -438,7 +440,8 @@ class MultiHopRAG:
             file_rows = self.title_index.rows(keys[0])
             inside = file_rows and next(iter(members.values())) >= 0
             lead = self.title_index.passages[file_rows[0]].sentences[:1] if inside else ()
-            if lead and (name := lead_subject(lead[0])):
+            own = "\n".join(f.sentence for f in facts if f.title == title)
+            if lead and (name := usual_name(lead[0], lambda n, own=own: read.count(n) - own.count(n))):
                 subjects[title] = name
             ids = {row: pid for pid, row in members.items() if row >= 0}
             for row, pid in ids.items():
@@ -467,7 +470,7 @@ class MultiHopRAG:
             hops.append(Hop(sub_query, tuple(p.id for _, p in passages), why))
             if on_hop is not None:
                 on_hop(hops[-1])
-        facts = self._as_files(facts, rows)
+        facts = self._as_files(facts, rows, question)
         full = SynthContext(tuple(facts), tuple(h.sub_query for h in hops))
 
         final_subs = tuple(self._decompose_query(question, facts))

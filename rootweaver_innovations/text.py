@@ -14,6 +14,7 @@ Pure functions of their input; no I/O, no state.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 __all__ = [
     "LEADING_WORDS",
@@ -27,6 +28,7 @@ __all__ = [
     "lead_subject",
     "reasoning_key_terms",
     "subject_names",
+    "usual_name",
 ]
 
 STOP_WORDS: frozenset[str] = frozenset(
@@ -161,6 +163,23 @@ def subject_names(sentence: str) -> tuple[str, ...]:
         names.append(f"{nickname.group(1)} {words[-1]}")
     names += [k.group(1) for k in _KNOWN_AS.finditer(sentence[:400])]
     return tuple(dict.fromkeys(names))
+
+
+def usual_name(sentence: str, mentions: Callable[[str], int]) -> str | None:
+    """The name other texts use for a lead sentence's subject: of the names
+    :func:`subject_names` gives, the one ``mentions`` counts most often (a count of occurrences
+    in the texts around it), :func:`lead_subject` unless another is counted strictly more;
+    ``None`` when the sentence names no subject. "Floyd Nathaniel "Nate" Hills (born 1982),
+    professionally known as Danja, is ..." is "Floyd Hills" alone, and "Danja" among texts
+    that say "produced by Danja": the name a titled page would carry."""
+    name = lead_subject(sentence)
+    if name is None:
+        return None
+    best, most = name, mentions(name)
+    for other in subject_names(sentence):
+        if (n := mentions(other)) > most:
+            best, most = other, n
+    return best
 
 
 def _lead_name(sentence: str, words: list[str], end: int, person: bool) -> str:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from rootweaver_innovations.corpus import CorpusError, load_corpus_jsonl, load_qa_rows, split_sentences
+from rootweaver_innovations.corpus import CorpusError, Passage, load_corpus_jsonl, load_qa_rows, split_sentences
 
 
 def test_corpus_jsonl_roundtrip(tmp_path):
@@ -140,3 +142,36 @@ def test_subject_names_are_every_name_a_lead_sentence_gives(sentence, names):
     from rootweaver_innovations.text import subject_names
 
     assert subject_names(sentence) == names
+
+
+LEADS = ("Marshall Bruce Mathers III (born October 17, 1972), known professionally as Eminem, is a rapper.",
+         "Anna Maria Louisa Italiano (September 17, 1931 - June 6, 2005), known as Anne Bancroft, was an actress.",
+         "Kansas City Southern (KCS) is a railroad.", "In 1912, he was elected.")
+
+
+@given(st.sampled_from(LEADS), st.dictionaries(st.sampled_from(
+    ("Eminem", "Marshall Mathers", "Marshall Bruce", "Anne Bancroft", "Anna Italiano", "Kansas City Southern")),
+    st.integers(0, 3)))
+def test_the_usual_name_is_a_name_of_the_lead_counted_at_least_as_often_as_its_subject(sentence, counts):
+    from rootweaver_innovations.text import lead_subject, subject_names, usual_name
+
+    name = usual_name(sentence, lambda n: counts.get(n, 0))
+    if lead_subject(sentence) is None:
+        assert name is None
+    else:
+        assert name in subject_names(sentence)
+        assert counts.get(name, 0) >= counts.get(lead_subject(sentence), 0)
+        assert usual_name(sentence, lambda n: 0) == lead_subject(sentence)
+
+
+def test_a_window_is_labelled_by_the_name_the_other_files_use():
+    from rootweaver_innovations.multihop import MultiHopRAG
+    from rootweaver_innovations.retrieval import BM25Retriever
+
+    windows = [Passage("a#0", "doc-7f.txt", (LEADS[0],)), Passage("a#1", "doc-7f.txt", ("He grew up in Detroit.",))]
+    question = "In what city was the rapper of Lose Yourself when he grew up?"
+    alone = [f.line for f in MultiHopRAG(BM25Retriever(windows)).multi_hop_search(question).facts]
+    assert "Marshall Mathers | He grew up in Detroit." in alone
+    song = Passage("b#0", "doc-8e.txt", ("Lose Yourself is a song by Eminem.",))
+    beside = [f.line for f in MultiHopRAG(BM25Retriever([*windows, song])).multi_hop_search(question).facts]
+    assert "Eminem | He grew up in Detroit." in beside
