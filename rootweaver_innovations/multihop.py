@@ -33,7 +33,7 @@ from .hops import (
 from .records import Fact, facts_from_passages, join_records, with_subjects
 from .retrieval import Retriever
 from .strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, Compactor, make_compactor
-from .text import fold_whitespace, reasoning_key_terms, usual_name
+from .text import fold_whitespace, lead_subject, reasoning_key_terms, usual_name
 from .titles import id_titled
 
 __all__ = [
@@ -421,11 +421,12 @@ class MultiHopRAG:
     def _as_files(self, facts: list[Fact], rows: dict[str, int], question: str) -> list[Fact]:
         """``facts`` with the records titled by an id read as windows of their files: each run
         of records read one after the other joined (:func:`~rootweaver_innovations.records.join_records`),
-        and every line given the name the file's first record opens with, in the form the
-        question and the other files' read facts use most (:func:`~rootweaver_innovations.text.usual_name`:
-        "Danja" rather than "Floyd Hills" when they say "produced by Danja";
-        :func:`~rootweaver_innovations.records.with_subjects`). ``rows`` maps each read passage id to its row of the title index. One row lookup and one
-        record read per file; a file whose first-read record is outside the index gets no name."""
+        and every line given the name the file's first record opens with
+        (:func:`~rootweaver_innovations.records.with_subjects`), in the form the question and
+        the other files' read facts use most (:meth:`_usual_name`: "Danja" rather than "Floyd
+        Hills" when they say "produced by Danja"). ``rows`` maps each read passage id to its
+        row of the title index. One row lookup and one record read per file; a file whose
+        first-read record is outside the index gets no name. Then :meth:`_usual_titles`."""
         files: dict[str, dict[str, int]] = {}  # id title -> {passage id: row}, in read order
         for f in facts:
             if f.id_title:
@@ -440,15 +441,40 @@ class MultiHopRAG:
             file_rows = self.title_index.rows(keys[0])
             inside = file_rows and next(iter(members.values())) >= 0
             lead = self.title_index.passages[file_rows[0]].sentences[:1] if inside else ()
-            own = "\n".join(f.sentence for f in facts if f.title == title)
-            if lead and (name := usual_name(lead[0], lambda n, own=own: read.count(n) - own.count(n))):
+            if lead and (name := self._usual_name(lead[0], title, facts, read)):
                 subjects[title] = name
             ids = {row: pid for pid, row in members.items() if row >= 0}
             for row, pid in ids.items():
                 at = bisect_left(file_rows, row)
                 if at + 1 < len(file_rows) and file_rows[at] == row and file_rows[at + 1] in ids:
                     after[pid] = ids[file_rows[at + 1]]
-        return with_subjects(join_records(facts, after), subjects)
+        return self._usual_titles(with_subjects(join_records(facts, after), subjects), read)
+
+    def _usual_titles(self, facts: list[Fact], read: str) -> list[Fact]:
+        """``facts`` with each chunk of a document whose title is the name its paragraph's lead
+        sentence opens with (:mod:`~rootweaver_innovations.documents`: a file without headings)
+        retitled by the form of that name the question and the other read facts use most
+        (:meth:`_usual_name`), as for windows titled by an id. The lead is the first sentence of
+        the first passage the title index has under the title; a title it does not give (the
+        file's name, a document title) is kept, as is any chunk with a heading path."""
+        named: dict[str, str] = {}
+        for f in facts:
+            if f.source is None or f.source.headings or f.title in named:
+                continue
+            keys = title_keys(f.title)
+            first = self.title_index.rows(keys[0])[:1] if keys else ()
+            lead = self.title_index.passages[int(first[0])].sentences[0] if len(first) else ""
+            named[f.title] = (self._usual_name(lead, f.title, facts, read) or f.title
+                              if lead_subject(lead) == f.title else f.title)
+        return [dataclasses.replace(f, title=named[f.title]) if f.source is not None and named.get(f.title, f.title) != f.title
+                else f for f in facts]
+
+    @staticmethod
+    def _usual_name(lead: str, title: str, facts: list[Fact], read: str) -> str | None:
+        """:func:`~rootweaver_innovations.text.usual_name` of ``lead``, names counted in ``read``
+        (the question and every read fact) less in the facts titled ``title`` (the file's own)."""
+        own = "\n".join(f.sentence for f in facts if f.title == title)
+        return usual_name(lead, lambda n: read.count(n) - own.count(n))
 
     def multi_hop_search(self, question: str, on_hop: Callable[[Hop], None] | None = None) -> MultiHopResult:
         """Run the loop for ``question`` (non-empty, else ``ValueError``); ``on_hop`` is called

@@ -175,3 +175,19 @@ def test_a_window_is_labelled_by_the_name_the_other_files_use():
     song = Passage("b#0", "doc-8e.txt", ("Lose Yourself is a song by Eminem.",))
     beside = [f.line for f in MultiHopRAG(BM25Retriever([*windows, song])).multi_hop_search(question).facts]
     assert "Eminem | He grew up in Detroit." in beside
+
+
+def test_a_chunk_titled_by_its_lead_takes_the_usual_name_and_a_heading_is_kept():
+    from rootweaver_innovations.corpus import Source
+    from rootweaver_innovations.multihop import MultiHopRAG
+    from rootweaver_innovations.retrieval import BM25Retriever
+
+    def corpus(headings):
+        return [Passage("a.txt#0", "Marshall Mathers", (LEADS[0], "He grew up in Detroit."), Source("a.txt", headings)),
+                Passage("b.txt#0", "Lose Yourself", ("Lose Yourself is a song by Eminem.",), Source("b.txt"))]
+
+    question = "In what city was the rapper of Lose Yourself when he grew up?"
+    titles = {f.passage_id: f.title for f in MultiHopRAG(BM25Retriever(corpus(()))).multi_hop_search(question).facts}
+    assert titles == {"a.txt#0": "Eminem", "b.txt#0": "Lose Yourself"}
+    headed = MultiHopRAG(BM25Retriever(corpus(("Marshall Mathers",)))).multi_hop_search(question).facts
+    assert {f.title for f in headed} == {"Marshall Mathers", "Lose Yourself"}
