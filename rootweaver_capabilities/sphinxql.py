@@ -47,6 +47,7 @@ import re
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from itertools import tee
 from pathlib import Path
 from typing import Any
 
@@ -355,7 +356,8 @@ def export_corpus(passages: Iterable[Passage], nodes: Sequence[tuple[str, int, i
                     cur.execute(f"REPLACE INTO {names[s]} (id, content, ntok, pid, title, sentences) VALUES {values}", args)
             pending[s] = []
 
-        for i, (p, (_title, subject)) in enumerate(zip(passages, file_subjects(passages))):
+        read, subjects = tee(passages)  # one pass over any iterable: the subjects run a step ahead at most
+        for i, (p, (_title, subject)) in enumerate(zip(read, file_subjects(subjects))):
             s = i % shards
             content = f"{subject} {p.title} {p.text}".translate(_CONTROL)
             pending[s].append((i + 1, content, len(passage_tokens(p, subject)), p.id, p.title.translate(_CONTROL),
