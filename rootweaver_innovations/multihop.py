@@ -466,8 +466,9 @@ class MultiHopRAG:
             lead = self.title_index.passages[int(first[0])].sentences[0] if len(first) else ""
             named[f.title] = (self._usual_name(lead, f.title, facts, read) or f.title
                               if lead_subject(lead) == f.title else f.title)
-        return [dataclasses.replace(f, title=named[f.title]) if f.source is not None and named.get(f.title, f.title) != f.title
-                else f for f in facts]
+        renamed = {title: name for title, name in named.items() if name != title}
+        return [dataclasses.replace(f, title=renamed[f.title]) if f.source is not None and f.title in renamed else f
+                for f in facts]
 
     @staticmethod
     def _usual_name(lead: str, title: str, facts: list[Fact], read: str) -> str | None:

@@ -166,7 +166,8 @@ def last_file_subject(backwards: Iterable[Passage], carry: tuple[str, str] = (""
     last run began (one record when the last one's title is not an id)."""
     run: list[Passage] = []
     for p in backwards:
-        if p.source is not None or not _ID.fullmatch(p.title.strip()) or not p.title or (run and p.title != run[0].title):
+        if (p.source is not None or not p.title or not _ID.fullmatch(p.title.strip())
+                or (run and p.title != run[0].title)):
             break
         run.append(p)
     else:
