@@ -152,7 +152,10 @@ def file_subjects(passages: Iterable[Passage], carry: tuple[str, str] = ("", "")
     names none). Any other passage yields ``("", "")``. ``carry`` is the run the sequence
     continues (the last pair yielded for the records before it; :func:`last_file_subject`),
     so a corpus read in parts gets the subjects of the corpus read whole. One
-    :func:`id_titled` and one ``lead_subject`` per run."""
+    :func:`id_titled` and one ``lead_subject`` per run. Runs, not titles, so that a chunk of
+    the corpus needs nothing but the chunk before it; the loop reads all records under one
+    title as one file (:class:`TitleIndex`), which agrees wherever each file's windows are
+    written together, as a chunker writes them."""
     title, subject = carry
     for p in passages:
         if not (title and p.title == title and p.source is None):
