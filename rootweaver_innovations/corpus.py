@@ -32,6 +32,7 @@ __all__ = [
     "load_qa_rows",
     "passage_from_object",
     "read_jsonl",
+    "record_object",
     "split_sentences",
 ]
 
@@ -142,12 +143,15 @@ def read_jsonl(path: Path, max_record_bytes: int = MAX_RECORD_BYTES) -> Iterator
         with opener(path, "rb") as fh:
             for lineno, raw in enumerate(bounded_lines(fh, path, max_record_bytes), 1):
                 if raw.strip():
-                    yield lineno, _parse_line(path, lineno, raw)
+                    yield lineno, record_object(path, lineno, raw)
     except (OSError, EOFError, zlib.error) as exc:  # unreadable file, bad or truncated gzip
         raise CorpusError(f"{path}:{lineno + 1}: cannot read ({exc})") from None
 
 
-def _parse_line(path: Path, lineno: int, raw: bytes) -> dict[str, Any]:
+def record_object(path: Path, lineno: int, raw: bytes) -> dict[str, Any]:
+    """The JSON object of one non-blank corpus line; :class:`CorpusError` naming ``path:lineno``
+    for bytes that are not UTF-8, malformed or too deeply nested JSON, or a value that is not
+    an object. Read by :func:`load_corpus_jsonl` and the index build alike."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

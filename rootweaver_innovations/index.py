@@ -73,6 +73,7 @@ from .corpus import (
     Passage,
     bounded_lines,
     passage_from_object,
+    record_object,
 )
 from .documents import (
     ChunkingSettings,
@@ -382,15 +383,7 @@ class _Chunk:
 
 def _parse_line(corpus: Path, lineno: int, line: bytes) -> Passage:
     """The passage of one non-blank corpus line; :class:`CorpusError` naming ``corpus:lineno``."""
-    try:
-        obj = json.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CorpusError(f"{corpus}:{lineno}: malformed JSON ({getattr(exc, 'msg', exc)})") from None
-    except RecursionError:
-        raise CorpusError(f"{corpus}:{lineno}: JSON nested too deeply") from None
-    if not isinstance(obj, dict):
-        raise CorpusError(f"{corpus}:{lineno}: expected a JSON object")
-    return passage_from_object(obj, corpus, lineno)
+    return passage_from_object(record_object(corpus, lineno, line), corpus, lineno)
 
 
 def _parse_chunk(corpus: Path, numbered: list[tuple[int, bytes]], carry: tuple[str, str] = ("", "")) -> _Chunk:

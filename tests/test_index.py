@@ -218,6 +218,17 @@ def test_a_bad_corpus_names_file_and_line_and_leaves_nothing(tmp_path, lines, ms
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.jsonl"]
 
 
+def test_a_line_that_is_not_utf8_is_refused_as_the_loader_refuses_it(tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_bytes(b'{"id": "a", "title": "A", "text": "x"}\n{"id": "b", "title": "B", "text": "\xff"}\n')
+    with pytest.raises(CorpusError) as loaded:
+        load_corpus_jsonl(corpus)
+    with pytest.raises(CorpusError) as built:
+        build_index(corpus, tmp_path / "idx", chunk_size=1)
+    assert str(built.value) == str(loaded.value) == f"{corpus}:2: not valid UTF-8 (byte 0xff at column 36)"
+    assert not (tmp_path / "idx").exists()
+
+
 def test_build_refuses_an_existing_output(demo_index):
     with pytest.raises(IndexFormatError, match="already exists"):
         build_index(DEMO_CORPUS, demo_index)
