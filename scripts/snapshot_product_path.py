@@ -1,11 +1,14 @@
 """Capture what the product path prints, to prove a refactor changes no output.
 
-For the first ``--per-set`` questions of each bundled dev set (HotpotQA, 2WikiMultihopQA,
-MuSiQue) it indexes the set's open pool once with ``rootweaver index build`` and then runs
-``rootweaver ask --json`` in process, exactly as a user would, under every compaction
-setting (off; each strategy at 160 reader tokens and at 700 chars) with the extractive
-reader, and once more (the default strategy and budget) with ``--reader openai`` against a
-recording OpenAI-compatible stub on 127.0.0.1. The stub keeps the exact request body, so
+The demo's golden questions are asked of the embedded demo corpus (``rootweaver ask Q --json
+--reader none``). For the first ``--per-set`` questions of each bundled dev set (HotpotQA,
+2WikiMultihopQA, MuSiQue) the set's open pool is written in every layout the folder eval uses
+(``jsonl`` rows, ``opaque`` rows titled ``doc-<id>``, ``md`` and ``txt`` folders, ``win40``
+chunks), indexed with ``rootweaver index build`` and asked with ``rootweaver ask --json`` in
+process, exactly as a user would. Over ``jsonl`` every compaction setting runs (off; each
+strategy at 160 reader tokens and at 700 chars) with the extractive reader, and once more (the
+default strategy and budget) with ``--reader openai`` against a recording OpenAI-compatible
+stub on 127.0.0.1; the other layouts run off and the default. The stub keeps the exact request body, so
 the snapshot also holds the prompt the reader was shown. One JSON line per run goes to
 ``--out``; ``--compare BEFORE`` reports every run whose line differs, byte for byte, once the
 keys added since BEFORE are left out (exit 1 if any).
@@ -30,6 +33,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from evals.datasets import DATASETS, build_open_pool, load_rows
+from evals.documents_folder import write_layout
+from evals.layouts import opaque
 from rootweaver_capabilities.cli import main as cli_main
 
 SETTINGS = (
@@ -38,6 +43,8 @@ SETTINGS = (
     *((f"{s}@700c", ["--compaction", s, "--max-chars", "700"]) for s in ("evidence", "submodular", "line")),
 )
 STUB_REPLY = {"answer": "stub", "evidence": [1, 2]}
+LAYOUTS = ("jsonl", "opaque", "md", "txt", "win40")
+DEMO_QUESTIONS = Path(__file__).resolve().parents[1] / "rootweaver_innovations/data/demo/golden_questions.jsonl"
 
 
 class _Recorder(BaseHTTPRequestHandler):
@@ -72,26 +79,35 @@ def _ask(argv: list[str]) -> dict:
 
 
 def snapshot(per_set: int, work: Path):
+    for qi, line in enumerate(DEMO_QUESTIONS.read_text(encoding="utf-8").splitlines()):
+        question = json.loads(line)["question"]
+        yield {"set": "demo", "q": qi, "run": "default", "record": _ask(["ask", question, "--json", "--reader", "none"])}
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base_url = f"http://127.0.0.1:{server.server_port}/v1"
     try:
         for name in DATASETS:
             pool = build_open_pool(load_rows(name, None))
-            corpus = work / f"{name}.jsonl"
-            with corpus.open("w", encoding="utf-8") as fh:
-                for p in pool.passages:
-                    fh.write(json.dumps({"id": p.id, "title": p.title, "sentences": list(p.sentences)}) + "\n")
-            index = work / f"{name}-index"
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                cli_main(["index", "build", str(corpus), "--out", str(index)])
-            for qi, question in enumerate(pool.questions[:per_set]):
-                common = ["ask", question, "--index", str(index), "--json"]
-                for label, flags in SETTINGS:
-                    yield {"set": name, "q": qi, "run": label, "record": _ask([*common, *flags, "--reader", "none"])}
-                _Recorder.bodies.clear()
-                record = _ask([*common, "--reader", "openai", "--base-url", base_url, "--model", "stub"])
-                yield {"set": name, "q": qi, "run": "openai-stub", "record": record, "sent": list(_Recorder.bodies)}
+            for layout in LAYOUTS:
+                passages = opaque(pool.passages) if layout == "opaque" else pool.passages
+                root = work / f"{name}-{layout}"
+                root.mkdir()
+                corpus, _ = write_layout("jsonl" if layout == "opaque" else layout, passages, root)
+                index = root / "index"
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                    cli_main(["index", "build", str(corpus), "--out", str(index)])
+                settings = SETTINGS if layout == "jsonl" else (("off", SETTINGS[0][1]), ("default", []))
+                for qi, question in enumerate(pool.questions[:per_set]):
+                    common = ["ask", question, "--index", str(index), "--json"]
+                    for label, flags in settings:
+                        yield {"set": name, "layout": layout, "q": qi, "run": label,
+                               "record": _ask([*common, *flags, "--reader", "none"])}
+                    if layout != "jsonl":
+                        continue
+                    _Recorder.bodies.clear()
+                    record = _ask([*common, "--reader", "openai", "--base-url", base_url, "--model", "stub"])
+                    yield {"set": name, "layout": layout, "q": qi, "run": "openai-stub", "record": record,
+                           "sent": list(_Recorder.bodies)}
     finally:
         server.shutdown()
 
@@ -99,12 +115,13 @@ def snapshot(per_set: int, work: Path):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--per-set", type=int, default=340)
+    ap.add_argument("--per-set", type=int, default=40)
     ap.add_argument("--compare", type=Path, help="an earlier snapshot: report the runs that differ")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp, args.out.open("w", encoding="utf-8") as out:
         for row in snapshot(args.per_set, Path(tmp)):
-            out.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+            # the temporary folder's name changes from run to run: paths are kept relative to it
+            out.write(json.dumps(row, ensure_ascii=False, sort_keys=True).replace(tmp, "<tmp>") + "\n")
     if args.compare is None:
         return 0
     before = args.compare.read_text(encoding="utf-8").splitlines()
@@ -114,7 +131,7 @@ def main() -> int:
         old = json.loads(a)
         shown = json.dumps(_known(json.loads(b), old), ensure_ascii=False, sort_keys=True)
         if shown != a:
-            differ.append(f"{old['set']} q{old['q']} {old['run']}")
+            differ.append(f"{old['set']} {old.get('layout', '')} q{old['q']} {old['run']}")
     print(f"{len(after)} runs, {len(before)} before; {len(differ)} differ (keys new since BEFORE ignored)"
           + (f"; first: {differ[0]}" if differ else ""))
     return 1 if differ or len(before) != len(after) else 0
