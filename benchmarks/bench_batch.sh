@@ -30,7 +30,7 @@ run() {  # mode round extra-batch-args [launcher...]
   local mode="$1" round="$2" extra="$3" out="$DIR/$1-$2.jsonl"; shift 3
   rm -f "$out"
   local line
-  line="$("$@" "$PY" -m rootweaver_capabilities.cli batch "$DIR/questions.jsonl" --out "$out" \
+  line="$("$@" "$PY" -m rootweaver_capabilities.cli.main batch "$DIR/questions.jsonl" --out "$out" \
        --config "$DIR/config.yaml" --quiet $extra 2>&1 | grep '^rootweaver batch:' | tail -1)"
   "$PY" - "$mode" "$round" "$N" "$line" <<'PYEOF'
 import re, sys
@@ -43,7 +43,7 @@ PYEOF
   same "$out"
 }
 rm -f "$DIR/one.jsonl"
-"$PY" -m rootweaver_capabilities.cli batch "$DIR/questions.jsonl" --out "$DIR/one.jsonl" --config "$DIR/config.yaml" --quiet
+"$PY" -m rootweaver_capabilities.cli.main batch "$DIR/questions.jsonl" --out "$DIR/one.jsonl" --config "$DIR/config.yaml" --quiet
 for r in $(seq 1 "$ROUNDS"); do
   run one-process "$r" ""
   RAY_NODES=1 run ray-1-node "$r" "--ray auto" bash "$HERE/scripts/ray_local_cluster.sh"

@@ -3,7 +3,7 @@
     python benchmarks/bench_cli_start.py [--runs 20]
 
 Times ``--runs`` cold runs each of ``python -c pass``, the ``rootweaver`` console script next
-to ``sys.executable`` with ``--help``, and ``python -m rootweaver_capabilities.cli --help``,
+to ``sys.executable`` with ``--help``, and ``python -m rootweaver_capabilities.cli.main --help``,
 interleaved so that a busy machine slows all three alike. Prints each median, its ratio to
 bare Python's (the goal: at most 3x) and the load average, then the heavy modules a child
 that runs ``--help`` ends up with (none is the goal). The environment is the caller's: with
@@ -20,15 +20,15 @@ import sys
 import time
 from pathlib import Path
 
-HEAVY = ("numpy", "yaml", "rootweaver_innovations.retrieval", "rootweaver_innovations.packing",
-         "rootweaver_innovations.strategies", "rootweaver_innovations.multihop", "rootweaver_capabilities.config",
-         "rootweaver_capabilities.capability", "rootweaver_capabilities.assembly", "rootweaver_capabilities.batch")
+HEAVY = ("numpy", "yaml", "rootweaver_innovations.retrieval.retrievers", "rootweaver_innovations.compaction.packing",
+         "rootweaver_innovations.compaction.strategies", "rootweaver_innovations.loop.multihop", "rootweaver_capabilities.config",
+         "rootweaver_capabilities.capability", "rootweaver_capabilities.assembly", "rootweaver_capabilities.batch.run")
 
 _LOADED = """
 import runpy, sys
 sys.argv = ["rootweaver", "--help"]
 try:
-    runpy.run_module("rootweaver_capabilities.cli", run_name="__main__")
+    runpy.run_module("rootweaver_capabilities.cli.main", run_name="__main__")
 except SystemExit:
     pass
 print([m for m in {heavy!r} if m in sys.modules], file=sys.stderr)
@@ -50,7 +50,7 @@ def main() -> None:
     commands = {
         "python -c pass": [sys.executable, "-c", "pass"],
         "rootweaver --help": [str(script), "--help"],
-        "python -m rootweaver_capabilities.cli --help": [sys.executable, "-m", "rootweaver_capabilities.cli", "--help"],
+        "python -m rootweaver_capabilities.cli.main --help": [sys.executable, "-m", "rootweaver_capabilities.cli.main", "--help"],
     }
     times: dict[str, list[float]] = {name: [] for name in commands}
     for cmd in commands.values():  # warm-up: file cache

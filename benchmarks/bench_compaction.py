@@ -15,10 +15,10 @@ import platform
 import statistics
 import time
 
-from rootweaver_innovations.budget import Budget
-from rootweaver_innovations.compaction import CompactionRequest, LineCompactor
-from rootweaver_innovations.context_format import SynthContext
-from rootweaver_innovations.demo import demo_passages, load_questions
+from rootweaver_innovations.compaction.budget import Budget
+from rootweaver_innovations.compaction.line import CompactionRequest, LineCompactor
+from rootweaver_innovations.compaction.synth_context import SynthContext
+from rootweaver_innovations.documents.demo import demo_passages, load_questions
 from rootweaver_innovations.records import Fact
 from rootweaver_innovations.text import reasoning_key_terms
 

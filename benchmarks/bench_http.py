@@ -40,7 +40,7 @@ from pathlib import Path
 
 import httpx
 
-from rootweaver_innovations.demo import load_questions
+from rootweaver_innovations.documents.demo import load_questions
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -68,7 +68,7 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rootweaver_capabilities.cli", "serve", "--http", f"127.0.0.1:{self.port}",
+            [sys.executable, "-m", "rootweaver_capabilities.cli.main", "serve", "--http", f"127.0.0.1:{self.port}",
              "--workers", str(workers), "--config", str(config)], env=env, stdout=subprocess.DEVNULL)
         deadline = time.monotonic() + ready_timeout
         while True:

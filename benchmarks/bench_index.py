@@ -63,7 +63,7 @@ _SUFFIXES = 10
 
 def _sources() -> list[dict]:
     """Demo passages first, then the distinct HotpotQA paragraphs (title, sentences)."""
-    from rootweaver_innovations.demo import demo_passages
+    from rootweaver_innovations.documents.demo import demo_passages
 
     out = [{"id": p.id, "title": p.title, "sentences": list(p.sentences)} for p in demo_passages()]
     seen = {p["title"] for p in out}
@@ -134,7 +134,7 @@ def _cpu_s() -> float:
 
 def _answer(retriever) -> dict:
     """Loop and search timings over the golden questions, and the trajectories."""
-    from rootweaver_innovations.demo import load_questions
+    from rootweaver_innovations.documents.demo import load_questions
     from evals.loops import product_loop
 
     rag = product_loop(retriever)
@@ -162,7 +162,7 @@ def _answer(retriever) -> dict:
 def _child(argv: list[str]) -> None:
     mode, *rest = argv
     if mode == "build":
-        from rootweaver_innovations.index import build_index
+        from rootweaver_innovations.retrieval.index import build_index
 
         corpus, out, workers = Path(rest[0]), Path(rest[1]), int(rest[2])
         t0 = time.perf_counter()
@@ -177,7 +177,7 @@ def _child(argv: list[str]) -> None:
         res = {"build_s": time.perf_counter() - t0, "cpu_s": _cpu_s(), "peak_mb": _peak_mb(),
                "vocab": manifest.components["bm25"]["vocab_size"], "nnz": manifest.components["bm25"]["nnz"]}
     elif mode == "worker":
-        from rootweaver_innovations.index import open_index
+        from rootweaver_innovations.retrieval.index import open_index
 
         t0 = time.perf_counter()
         index = open_index(rest[0])
@@ -185,8 +185,8 @@ def _child(argv: list[str]) -> None:
         open_s = time.perf_counter() - t0
         res = {"open_s": open_s, "rss_open_mb": _rss_mb(), **_answer(retriever), "rss_mb": _rss_mb()}
     else:  # memory
-        from rootweaver_innovations.corpus import load_corpus_jsonl
-        from rootweaver_innovations.retrieval import BM25Retriever
+        from rootweaver_innovations.documents.corpus import load_corpus_jsonl
+        from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 
         t0 = time.perf_counter()
         retriever = BM25Retriever(load_corpus_jsonl(rest[0]))
@@ -221,7 +221,7 @@ def _private_mb(pid: int) -> float:
 
 def _cold_ask(*args: str) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of one ``rootweaver ask ... --reader none --json`` process."""
-    from rootweaver_innovations.demo import load_questions
+    from rootweaver_innovations.documents.demo import load_questions
 
     question = next(q.question for q in load_questions() if q.type == "bridge")
     exe = Path(sys.executable).with_name("rootweaver")

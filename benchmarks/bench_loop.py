@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from evals.datasets import build_open_pool, load_rows
 from evals.layouts import LAYOUTS, lay_out
 from evals.loops import product_loop
-from rootweaver_innovations.multihop import MultiHopRAG
-from rootweaver_innovations.retrieval import BM25Retriever
+from rootweaver_innovations.loop.multihop import MultiHopRAG
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 
 TARGET_MS = 10.0
 

@@ -9,7 +9,7 @@ facts, compacts a warm-up request, then compacts the case once under ``tracemall
 of Python and numpy allocations during the call) and reads the process's RSS high-water
 mark (``ru_maxrss``) before and after: "RSS growth" is the memory the call took above the
 process's baseline. Every strategy runs behind the product's input cap
-(:func:`~rootweaver_innovations.strategies.make_compactor` defaults), budget in chars.
+(:func:`~rootweaver_innovations.compaction.strategies.make_compactor` defaults), budget in chars.
 
 Cases:
 
@@ -48,7 +48,7 @@ CASES = ("small", "hotpot", "one-lead", "big-budget", "memo")
 def _hotpot_facts(target_chars: int):
     """(question, facts): one fact per HotpotQA paragraph, one hop per row, whole lines up to
     ``target_chars`` of rendered context."""
-    from rootweaver_innovations.corpus import load_qa_rows
+    from rootweaver_innovations.documents.corpus import load_qa_rows
     from rootweaver_innovations.records import Fact
 
     rows = load_qa_rows(REPO / "evals" / "data" / "hotpotqa.jsonl.gz")
@@ -74,7 +74,7 @@ def _one_lead_facts(n: int = 4558):
 
 
 def _small_facts():
-    from rootweaver_innovations.demo import demo_passages, load_questions
+    from rootweaver_innovations.documents.demo import demo_passages, load_questions
     from rootweaver_innovations.records import Fact
 
     question = load_questions()[0].question
@@ -91,9 +91,9 @@ def _small_facts():
 
 
 def _request(case: str, budget: int):
-    from rootweaver_innovations.budget import Budget
-    from rootweaver_innovations.compaction import CompactionRequest
-    from rootweaver_innovations.context_format import SynthContext
+    from rootweaver_innovations.compaction.budget import Budget
+    from rootweaver_innovations.compaction.line import CompactionRequest
+    from rootweaver_innovations.compaction.synth_context import SynthContext
 
     if case == "small":
         question, facts = _small_facts()
@@ -114,14 +114,14 @@ def _rss_mb() -> float:
 
 def child(case: str, strategy: str, budget: int) -> dict:
     """One measurement (see the module docstring); a JSON-able dict."""
-    from rootweaver_innovations.budget import Budget
-    from rootweaver_innovations.compaction import CompactionRequest
-    from rootweaver_innovations.context_format import SynthContext
+    from rootweaver_innovations.compaction.budget import Budget
+    from rootweaver_innovations.compaction.line import CompactionRequest
+    from rootweaver_innovations.compaction.synth_context import SynthContext
     from rootweaver_innovations.records import Fact
-    from rootweaver_innovations.strategies import make_compactor
+    from rootweaver_innovations.compaction.strategies import make_compactor
 
     if case == "memo":
-        from rootweaver_innovations.packing.candidates import fact_candidates
+        from rootweaver_innovations.compaction.packing.candidates import fact_candidates
 
         words = [f"w{k}" for k in range(4000)]
         lines = [" ".join(words[(i * 7 + j) % 4000] for j in range(4000))[:20_000] for i in range(16)]

@@ -32,14 +32,14 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
-from rootweaver_innovations.compaction import CompactionRequest  # noqa: E402
-from rootweaver_innovations.context_format import SynthContext  # noqa: E402
-from rootweaver_innovations.demo import demo_passages, load_questions  # noqa: E402
-from rootweaver_innovations.packing import Budget  # noqa: E402
-from rootweaver_innovations.packing.compactor import PackingCompactor  # noqa: E402
+from rootweaver_innovations.compaction.line import CompactionRequest  # noqa: E402
+from rootweaver_innovations.compaction.synth_context import SynthContext  # noqa: E402
+from rootweaver_innovations.documents.demo import demo_passages, load_questions  # noqa: E402
+from rootweaver_innovations.compaction.packing import Budget  # noqa: E402
+from rootweaver_innovations.compaction.packing.compactor import PackingCompactor  # noqa: E402
 from rootweaver_innovations.records import facts_from_passages  # noqa: E402
-from rootweaver_innovations.retrieval import BM25Retriever  # noqa: E402
-from rootweaver_innovations.strategies import make_compactor, strategy_names  # noqa: E402
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever  # noqa: E402
+from rootweaver_innovations.compaction.strategies import make_compactor, strategy_names  # noqa: E402
 
 BUDGET_TOKENS = 160
 

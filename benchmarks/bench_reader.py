@@ -24,12 +24,12 @@ import statistics
 import sys
 import time
 
-from rootweaver_capabilities.embedded import LlamaCppChatClient
-from rootweaver_capabilities.llm import LLMSynthesizer
-from rootweaver_innovations.demo import demo_passages, load_questions
+from rootweaver_capabilities.readers.embedded import LlamaCppChatClient
+from rootweaver_capabilities.readers.llm import LLMSynthesizer
+from rootweaver_innovations.documents.demo import demo_passages, load_questions
 from evals.loops import product_loop
-from rootweaver_innovations.retrieval import BM25Retriever
-from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever
+from rootweaver_innovations.compaction.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY
 
 
 def _load() -> str:

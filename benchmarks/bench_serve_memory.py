@@ -29,7 +29,7 @@ def _rss_mb(pid: int) -> float:
 
 
 def _questions(n: int) -> list[str]:
-    from rootweaver_innovations.corpus import load_qa_rows
+    from rootweaver_innovations.documents.corpus import load_qa_rows
 
     seen: dict[str, None] = {}
     for name in ("hotpotqa", "2wiki", "musique"):
@@ -51,7 +51,7 @@ def main() -> None:
         config = Path(tmp) / "serve.yaml"
         config.write_text(f"llm:\n  provider: none\ncompaction:\n  strategy: {args.strategy}\n", encoding="utf-8")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-        proc = subprocess.Popen([sys.executable, "-m", "rootweaver_capabilities.cli", "serve", "--config", str(config)],
+        proc = subprocess.Popen([sys.executable, "-m", "rootweaver_capabilities.cli.main", "serve", "--config", str(config)],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         assert proc.stdin is not None and proc.stdout is not None
         print(f"{len(questions)} distinct questions, strategy {args.strategy}, extractive reader")

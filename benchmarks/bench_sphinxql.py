@@ -20,9 +20,9 @@ import time
 
 from evals.datasets import build_open_pool, load_rows
 from rootweaver_capabilities.config import SphinxQLConfig
-from rootweaver_capabilities.sphinxql import SphinxQLRetriever, export_corpus, parse_nodes
+from rootweaver_capabilities.cluster.sphinxql import SphinxQLRetriever, export_corpus, parse_nodes
 from evals.loops import product_loop
-from rootweaver_innovations.retrieval import BM25Retriever
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 
 
 class _Timed:

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from rootweaver_capabilities.config import MultiHopConfig
 from rootweaver_capabilities.capability import MultiHopCapability, RequestContext
-from rootweaver_innovations.demo import load_questions
+from rootweaver_innovations.documents.demo import load_questions
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from rootweaver_capabilities.assembly import build_rag
 from rootweaver_capabilities.config import MultiHopConfig
-from rootweaver_innovations.answer_rules import answer_rule_names, make_answer_rules
-from rootweaver_innovations.corpus import QARow
-from rootweaver_innovations.diagnostics import exact_match, f1_score, paired_bootstrap_ci
-from rootweaver_innovations.documents import load_documents
-from rootweaver_innovations.retrieval import BM25Retriever
+from rootweaver_innovations.answer_rules.registry import answer_rule_names, make_answer_rules
+from rootweaver_innovations.documents.corpus import QARow
+from evals.diagnostics import exact_match, f1_score, paired_bootstrap_ci
+from rootweaver_innovations.documents.folders import load_documents
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 
 from .datasets import build_open_pool
 from .documents_folder import write_layout
@@ -39,7 +39,7 @@ def run_answer_rules_eval(
 
     ``layout`` ``"paragraphs"`` searches the pool's paragraphs (titles kept, or opaque with
     ``opaque_titles``); ``"txt"`` writes each paragraph as an untitled text file and reads
-    the folder as the product does (:func:`~rootweaver_innovations.documents.load_documents`,
+    the folder as the product does (:func:`~rootweaver_innovations.documents.folders.load_documents`,
     128-token chunks, the reading budget in chunks).
     """
     pool = build_open_pool(rows)

@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from rootweaver_innovations.corpus import load_corpus_jsonl, load_qa_rows
-from rootweaver_innovations.demo import DEMO_CORPUS, GOLDEN_QUESTIONS, load_questions
+from rootweaver_innovations.documents.corpus import load_corpus_jsonl, load_qa_rows
+from rootweaver_innovations.documents.demo import DEMO_CORPUS, GOLDEN_QUESTIONS, load_questions
 
 from .report import provenance, write_json, write_text
 
@@ -142,17 +142,17 @@ def _token_budgets(text: str) -> list[int | str]:
 def _reader_client(args: argparse.Namespace, max_tokens: int):
     """The reader of ``eval quality``: the embedded model, or the endpoint at ``--base-url``."""
     if args.base_url:
-        from rootweaver_capabilities.llm import OpenAIChatClient
+        from rootweaver_capabilities.readers.llm import OpenAIChatClient
 
         return OpenAIChatClient(args.base_url, args.model or "reader", api_key_env=args.api_key_env,
                                 context_window=args.context_window, max_tokens=max_tokens, timeout_s=args.timeout)
-    from rootweaver_capabilities.reader_models import INSTALL_HINT, reader_installed
+    from rootweaver_capabilities.readers.models import INSTALL_HINT, reader_installed
 
     if not reader_installed():
         raise ValueError(f"the embedded reader is not installed ({INSTALL_HINT}); or pass --base-url")
     if args.model_path is not None and not args.model_path.is_file():
         raise ValueError(f"--model-path {args.model_path}: file not found")
-    from rootweaver_capabilities.embedded import LlamaCppChatClient
+    from rootweaver_capabilities.readers.embedded import LlamaCppChatClient
 
     return LlamaCppChatClient(args.model_path, model=args.model or "qwen2.5-coder-1.5b-instruct",
                               context_window=args.context_window, max_tokens=max_tokens, timeout_s=args.timeout)
@@ -177,7 +177,7 @@ def _cmd_quality(args: argparse.Namespace) -> int:
     client.load()
     judge = None
     if args.judge_base_url:
-        from rootweaver_capabilities.llm import OpenAIChatClient
+        from rootweaver_capabilities.readers.llm import OpenAIChatClient
 
         judge = OpenAIChatClient(args.judge_base_url, args.judge_model or args.model or "reader",
                                  api_key_env=args.api_key_env, context_window=args.context_window, max_tokens=16)
@@ -204,10 +204,10 @@ def _cmd_quality(args: argparse.Namespace) -> int:
 def add_eval_parsers(sub: argparse._SubParsersAction) -> None:
     """Register ``eval`` and its subcommands on the top-level parser's subparsers (the entry
     point ``eval`` in the group ``rootweaver.commands``, loaded by ``rootweaver eval ...`` only)."""
-    from rootweaver_capabilities.argtypes import positive_int as _positive_int
+    from rootweaver_capabilities.cli.argtypes import positive_int as _positive_int
 
-    from rootweaver_innovations.multihop import STOP_RULES
-    from rootweaver_innovations.strategies import strategy_names
+    from rootweaver_innovations.loop.multihop import STOP_RULES
+    from rootweaver_innovations.compaction.strategies import strategy_names
 
     from .datasets import DATASETS
     from .layouts import LAYOUTS

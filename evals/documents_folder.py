@@ -38,12 +38,12 @@ from pathlib import Path
 
 import numpy as np
 
-from rootweaver_capabilities.cli import main as rootweaver
-from rootweaver_innovations.budget import default_token_counter
-from rootweaver_innovations.corpus import passage_from_object
-from rootweaver_innovations.diagnostics import answer_in_context, paired_bootstrap_ci
-from rootweaver_innovations.documents import passage_record
-from rootweaver_innovations.index import open_index
+from rootweaver_capabilities.cli.main import main as rootweaver
+from rootweaver_innovations.compaction.budget import default_token_counter
+from rootweaver_innovations.documents.corpus import passage_from_object
+from evals.diagnostics import answer_in_context, paired_bootstrap_ci
+from rootweaver_innovations.documents.folders import passage_record
+from rootweaver_innovations.retrieval.index import open_index
 
 from .datasets import DATASETS, build_open_pool, is_yes_no, load_rows
 from .layouts import grams, supporting_sentences, window_records

@@ -1,6 +1,6 @@
 """Fit the hop policy's schedules (``rootweaver_innovations/data/hop_policy.json``) on the even rows.
 
-For each passage budget, a grid over :class:`~rootweaver_innovations.hops.HopSchedule`
+For each passage budget, a grid over :class:`~rootweaver_innovations.loop.hops.HopSchedule`
 sizes; the chosen schedule maximises the mean all-gold-in-trajectory share over the even
 rows of HotpotQA, 2Wiki and MuSiQue (each set its own open pool), ties to the earlier grid
 point. Gold labels are used here only, to score; the loop never sees them. Odd rows are
@@ -22,9 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rootweaver_innovations.multihop import MultiHopRAG
-from rootweaver_innovations.hops import POLICY_FILE, HopPolicyParams, HopSchedule
-from rootweaver_innovations.retrieval import BM25Retriever
+from rootweaver_innovations.loop.multihop import MultiHopRAG
+from rootweaver_innovations.loop.hops import POLICY_FILE, HopPolicyParams, HopSchedule
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 
 from .datasets import DATASETS, build_open_pool, load_rows
 from .loops import product_loop

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from datetime import date
 
-from rootweaver_innovations.budget import default_token_counter
-from rootweaver_innovations.documents import READING_FILE
+from rootweaver_innovations.compaction.budget import default_token_counter
+from rootweaver_innovations.documents.folders import READING_FILE
 
 from .datasets import DATASETS, build_open_pool, load_rows
 

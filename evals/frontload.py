@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rootweaver_innovations.retrieval import top_k_indices
+from rootweaver_innovations.retrieval.retrievers import top_k_indices
 
 __all__ = [
     "TIE_TOLERANCE",

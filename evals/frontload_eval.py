@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rootweaver_innovations.diagnostics import paired_bootstrap_ci
+from evals.diagnostics import paired_bootstrap_ci
 
 from .datasets import DEFAULT_CACHE, DEFAULT_DATA_ROOT, build_open_pool, cached_embeddings, load_rows
 
@@ -67,7 +67,7 @@ def run_frontload_eval(
         TwoStageRetriever,
         passage_text,
     )
-    from rootweaver_innovations.retrieval import BM25Retriever
+    from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 
     if k < 1 or pool_size < 1 or not depths or min(depths) < 1:
         raise ValueError(f"k, pool_size and every depth must be >= 1, got k={k}, pool_size={pool_size}, depths={depths}")
@@ -76,7 +76,7 @@ def run_frontload_eval(
     n_eval = len(pool_rows) if limit is None else min(limit, len(pool_rows))
     pool = build_open_pool(pool_rows)
     if embedder is None:
-        from rootweaver_innovations.embeddings import MiniLMEmbedder
+        from rootweaver_innovations.retrieval.embeddings import MiniLMEmbedder
 
         embedder = MiniLMEmbedder()
     p_vecs = cached_embeddings([passage_text(p) for p in pool.passages], embedder, cache_dir)

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rootweaver_innovations.corpus import Passage, QARow, passage_from_object
+from rootweaver_innovations.documents.corpus import Passage, QARow, passage_from_object
 
 from .datasets import OpenPool
 

@@ -13,10 +13,10 @@ import dataclasses
 
 from rootweaver_capabilities.assembly import build_rag
 from rootweaver_capabilities.config import MultiHopConfig
-from rootweaver_innovations.budget import Budget
-from rootweaver_innovations.multihop import MultiHopRAG
-from rootweaver_innovations.retrieval import Retriever
-from rootweaver_innovations.strategies import make_compactor
+from rootweaver_innovations.compaction.budget import Budget
+from rootweaver_innovations.loop.multihop import MultiHopRAG
+from rootweaver_innovations.retrieval.retrievers import Retriever
+from rootweaver_innovations.compaction.strategies import make_compactor
 
 __all__ = ["compacted", "product_loop"]
 

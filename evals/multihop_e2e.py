@@ -18,10 +18,10 @@ from dataclasses import asdict
 
 import numpy as np
 
-from rootweaver_innovations.corpus import QARow
-from rootweaver_innovations.diagnostics import paired_bootstrap_ci
-from rootweaver_innovations.multihop import MultiHopResult
-from rootweaver_innovations.retrieval import BM25Retriever
+from rootweaver_innovations.documents.corpus import QARow
+from evals.diagnostics import paired_bootstrap_ci
+from rootweaver_innovations.loop.multihop import MultiHopResult
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 
 from .datasets import build_open_pool
 from .layouts import lay_out

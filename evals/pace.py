@@ -12,7 +12,7 @@
 - this module: the CLI and the two measurements that feed the simulation, the reranker's
   service time per ``D`` (the real :class:`~evals.rerank.BiEncoderScorer`
   on this machine) and, when ``LLM_BASE_URL`` is set, the LLM's mean service time through
-  the product's :class:`~rootweaver_capabilities.llm.OpenAIChatClient`.
+  the product's :class:`~rootweaver_capabilities.readers.llm.OpenAIChatClient`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rootweaver_innovations.corpus import Passage
+from rootweaver_innovations.documents.corpus import Passage
 
 from .datasets import DATASETS, DEFAULT_DATA_ROOT, build_open_pool, load_rows
 from .frontload_eval import run_frontload_eval
@@ -72,7 +72,7 @@ def measure_llm_service(
 ) -> float:
     """Mean seconds per request of sequential chat completions at an OpenAI-compatible ``base_url``.
 
-    Sent by the product's :class:`~rootweaver_capabilities.llm.OpenAIChatClient` with no
+    Sent by the product's :class:`~rootweaver_capabilities.readers.llm.OpenAIChatClient` with no
     retries (a retried request would time two) at temperature 0; each request counts its
     ``ChatCompletion.latency_s`` (the POST and the reply, not the client's prompt-token
     count). ``base_url`` with or without the ``/v1`` prefix; ``model`` defaults to the first
@@ -87,7 +87,7 @@ def measure_llm_service(
     try:
         import httpx
 
-        from rootweaver_capabilities.llm import LLMError, OpenAIChatClient
+        from rootweaver_capabilities.readers.llm import LLMError, OpenAIChatClient
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise ImportError("timing the LLM needs the 'llm' extra: pip install 'rootweaver[llm]'") from exc
 
@@ -142,7 +142,7 @@ def _pace_report(args) -> dict:
         earlier = json.loads(args.service_from.read_text(encoding="utf-8"))["rerank_service_measured"]
         kwargs["rerank_samples"] = {int(d): v for d, v in earlier["all_s"].items()}
     else:
-        from rootweaver_innovations.embeddings import MiniLMEmbedder
+        from rootweaver_innovations.retrieval.embeddings import MiniLMEmbedder
 
         depths = sorted(set(FIXED_DEPTHS) | set(controller.depths))
         measured = measure_rerank_service(MiniLMEmbedder(), passages, depths, args.reps, controller.batch)

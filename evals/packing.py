@@ -19,10 +19,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-from rootweaver_innovations.compaction import CompactionRequest
-from rootweaver_innovations.context_format import SynthContext
-from rootweaver_innovations.corpus import Passage, QARow
-from rootweaver_innovations.diagnostics import (
+from rootweaver_innovations.compaction.line import CompactionRequest
+from rootweaver_innovations.compaction.synth_context import SynthContext
+from rootweaver_innovations.documents.corpus import Passage, QARow
+from evals.diagnostics import (
     all_gold_at_k,
     all_gold_in_reader,
     answer_in_context,
@@ -31,10 +31,10 @@ from rootweaver_innovations.diagnostics import (
     paired_bootstrap_ci,
     recall_at_k,
 )
-from rootweaver_innovations.packing import Budget, Candidate, dense_similarity, default_token_counter, fact_candidates, pack
+from rootweaver_innovations.compaction.packing import Budget, Candidate, dense_similarity, default_token_counter, fact_candidates, pack
 from rootweaver_innovations.records import Fact, facts_from_passages
-from rootweaver_innovations.retrieval import BM25Retriever, DenseRetriever, HybridRetriever, ScoredPassage
-from rootweaver_innovations.strategies import make_compactor
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever, DenseRetriever, HybridRetriever, ScoredPassage
+from rootweaver_innovations.compaction.strategies import make_compactor
 
 from .datasets import DEFAULT_CACHE, build_open_pool, cached_embeddings, is_yes_no
 from .layouts import opaque
@@ -69,7 +69,7 @@ def retrieved_candidates(question: str, hits: Sequence[ScoredPassage]) -> tuple[
     """The facts of ``hits`` (one hop, in retrieval order) and their packing candidates.
 
     Built exactly as the product's compactors build them
-    (:func:`~rootweaver_innovations.packing.candidates.fact_candidates`), so a policy is
+    (:func:`~rootweaver_innovations.compaction.packing.candidates.fact_candidates`), so a policy is
     measured here on the inputs it gets on the product path.
     """
     facts = facts_from_passages([h.passage for h in hits], sub_query=question, scores=[h.score for h in hits])
@@ -100,7 +100,7 @@ class EmbeddingCache:
     """Paragraph and sentence embeddings, computed once per text set and cached on disk."""
 
     def __init__(self, cache_dir: Path):
-        from rootweaver_innovations.embeddings import MiniLMEmbedder
+        from rootweaver_innovations.retrieval.embeddings import MiniLMEmbedder
 
         self.embedder = MiniLMEmbedder()
         self.cache_dir = cache_dir

@@ -29,8 +29,8 @@ import os
 from collections.abc import Callable, Sequence
 
 
-from rootweaver_innovations.packing import POLICIES, Selection, register_policy
-from rootweaver_innovations.packing.policies import PackingProblem
+from rootweaver_innovations.compaction.packing import POLICIES, Selection, register_policy
+from rootweaver_innovations.compaction.packing.policies import PackingProblem
 
 __all__ = ["PEER_POLICIES", "langchain_order", "llamaindex_order", "register_peers"]
 

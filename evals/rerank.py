@@ -22,10 +22,10 @@ from typing import Protocol
 
 import numpy as np
 
-from rootweaver_innovations.corpus import Passage
-from rootweaver_innovations.embeddings import Embedder
+from rootweaver_innovations.documents.corpus import Passage
+from rootweaver_innovations.retrieval.embeddings import Embedder
 from .frontload import frontload, mmr_order
-from rootweaver_innovations.retrieval import BM25Retriever, ScoredPassage, top_k_indices
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever, ScoredPassage, top_k_indices
 from rootweaver_innovations.text import bm25_tokenize
 
 __all__ = [

@@ -13,8 +13,8 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from rootweaver_capabilities.prompts import NumberedContext, _first_json_object
-from rootweaver_innovations.diagnostics import answer_in_context
+from rootweaver_capabilities.readers.prompts import NumberedContext, _first_json_object
+from evals.diagnostics import answer_in_context
 
 __all__ = ["EBGScore", "gold_line_ids", "judge_messages", "parse_judge_score", "score_ebg"]
 

@@ -6,7 +6,7 @@ compaction on, exactly as ``rootweaver ask`` runs it. Per setting: answer-in-con
 of the synth context over non-yes/no questions, gold-paragraph coverage and all-gold of the
 kept facts, synth size in chars and reader tokens, and for the packing strategies the
 packing harness's AiC on the same facts (``pack`` over
-:func:`~rootweaver_innovations.packing.candidates.fact_candidates`), which must match the
+:func:`~rootweaver_innovations.compaction.packing.candidates.fact_candidates`), which must match the
 product path (no loss at the seam). Paired bootstrap CIs of AiC and all-gold against
 ``off`` and against ``line`` at the same budget, and against the seed's coverage-rule loop
 (:data:`evals.multihop_e2e.SEED_LOOP`) under the same strategy and budget: does the loop put
@@ -24,12 +24,12 @@ from dataclasses import asdict
 
 import numpy as np
 
-from rootweaver_innovations.corpus import QARow
-from rootweaver_innovations.diagnostics import answer_in_context, gold_doc_coverage, paired_bootstrap_ci
-from rootweaver_innovations.multihop import MultiHopResult
-from rootweaver_innovations.packing import POLICIES, Budget, default_token_counter, fact_candidates, pack
-from rootweaver_innovations.retrieval import BM25Retriever
-from rootweaver_innovations.strategies import strategy_names
+from rootweaver_innovations.documents.corpus import QARow
+from evals.diagnostics import answer_in_context, gold_doc_coverage, paired_bootstrap_ci
+from rootweaver_innovations.loop.multihop import MultiHopResult
+from rootweaver_innovations.compaction.packing import POLICIES, Budget, default_token_counter, fact_candidates, pack
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever
+from rootweaver_innovations.compaction.strategies import strategy_names
 
 from .datasets import build_open_pool, is_yes_no
 from .loops import compacted, product_loop

@@ -15,12 +15,12 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from rootweaver_innovations.corpus import Passage
-from rootweaver_innovations.demo import GoldenQuestion
-from rootweaver_innovations.multihop import MultiHopResult
-from rootweaver_innovations.retrieval import BM25Retriever
-from rootweaver_innovations.budget import Budget
-from rootweaver_innovations.strategies import strategy_names
+from rootweaver_innovations.documents.corpus import Passage
+from rootweaver_innovations.documents.demo import GoldenQuestion
+from rootweaver_innovations.loop.multihop import MultiHopResult
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever
+from rootweaver_innovations.compaction.budget import Budget
+from rootweaver_innovations.compaction.strategies import strategy_names
 
 from .loops import compacted, product_loop
 from .report import progress

@@ -2,12 +2,12 @@
 
 Optional extras: ``flags`` (UnleashClient) for :class:`UnleashFlagProvider`, ``metrics``
 (prometheus-client) for :class:`Metrics`, ``langchain`` for
-``rootweaver_capabilities.langchain_adapters`` (not re-exported here), ``llm`` for the
+``rootweaver_capabilities.adapters.langchain`` (not re-exported here), ``llm`` for the
 OpenAI-compatible reader client and ``reader`` for the embedded llama.cpp reader
-(``rootweaver_capabilities.embedded``; both used through ``llm.provider``).
+(``rootweaver_capabilities.readers.embedded``; both used through ``llm.provider``).
 
 Each name is imported from its submodule on first use (PEP 562), so the command line
-(:mod:`rootweaver_capabilities.cli`) starts without loading the config, numpy or the capability.
+(:mod:`rootweaver_capabilities.cli.main`) starts without loading the config, numpy or the capability.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 from rootweaver_innovations.lazy import lazy_names
 
 if TYPE_CHECKING:
-    from .capability import CapabilityContext, MultiHopCapability, RequestContext
-    from .config import ConfigError, MultiHopConfig
-    from .flags import FlagProvider, StaticFlagProvider, UnleashFlagProvider, build_flag_provider
-    from .metrics import Metrics
+    from rootweaver_capabilities.capability import CapabilityContext, MultiHopCapability, RequestContext
+    from rootweaver_capabilities.config import ConfigError, MultiHopConfig
+    from rootweaver_capabilities.flags import FlagProvider, StaticFlagProvider, UnleashFlagProvider, build_flag_provider
+    from rootweaver_capabilities.metrics import Metrics
 
 __all__ = [
     "CapabilityContext",

@@ -13,15 +13,15 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from rootweaver_innovations.answer_rules import make_answer_rules
-from rootweaver_innovations.budget import Budget
-from rootweaver_innovations.documents import SkippedFile, load_reading_budget
-from rootweaver_innovations.extractive import extractive_synthesizer
-from rootweaver_innovations.multihop import MultiHopRAG, Synthesizer
-from rootweaver_innovations.retrieval import BM25Retriever, Retriever
-from rootweaver_innovations.strategies import Compactor, make_compactor
+from rootweaver_innovations.answer_rules.registry import make_answer_rules
+from rootweaver_innovations.compaction.budget import Budget
+from rootweaver_innovations.documents.folders import SkippedFile, load_reading_budget
+from rootweaver_innovations.answer_rules.extractive import extractive_synthesizer
+from rootweaver_innovations.loop.multihop import MultiHopRAG, Synthesizer
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever, Retriever
+from rootweaver_innovations.compaction.strategies import Compactor, make_compactor
 
-from .config import CompactionConfig, MultiHopConfig, RetrieverConfig
+from rootweaver_capabilities.config import CompactionConfig, MultiHopConfig, RetrieverConfig
 
 __all__ = ["build_compactor", "build_rag", "build_retriever", "build_synthesizer"]
 
@@ -43,11 +43,11 @@ def build_retriever(cfg: RetrieverConfig, on_skip: Callable[[SkippedFile], None]
     ``rootweaver.index`` logger. Backend ``sphinxql``: the Manticore/Sphinx cluster of
     ``cfg.sphinxql``."""
     if cfg.backend == "sphinxql":
-        from .sphinxql import SphinxQLRetriever
+        from rootweaver_capabilities.cluster.sphinxql import SphinxQLRetriever
 
         return SphinxQLRetriever(cfg.sphinxql)
     if cfg.index is not None:
-        from rootweaver_innovations.index import open_index
+        from rootweaver_innovations.retrieval.index import open_index
 
         index = open_index(cfg.index, corpus=cfg.corpus)
         if index.titles is None:
@@ -56,12 +56,12 @@ def build_retriever(cfg: RetrieverConfig, on_skip: Callable[[SkippedFile], None]
                 "at start; rebuild it with `rootweaver index build` to start fast", cfg.index)
         return index.retriever()
     if cfg.corpus is not None and Path(cfg.corpus).is_dir():
-        from rootweaver_innovations.documents import load_documents
+        from rootweaver_innovations.documents.folders import load_documents
 
         scan = load_documents(cfg.corpus, cfg.chunking.settings(), on_skip)
         return BM25Retriever(list(scan.passages), backend=cfg.backend)
-    from rootweaver_innovations.corpus import load_corpus_jsonl
-    from rootweaver_innovations.demo import DEMO_CORPUS
+    from rootweaver_innovations.documents.corpus import load_corpus_jsonl
+    from rootweaver_innovations.documents.demo import DEMO_CORPUS
 
     return BM25Retriever(load_corpus_jsonl(cfg.corpus or DEMO_CORPUS, cfg.max_record_bytes), backend=cfg.backend)
 
@@ -73,18 +73,18 @@ def build_compactor(cfg: CompactionConfig) -> Compactor:
 
 def build_synthesizer(config: MultiHopConfig, compactor: Compactor | None = None) -> Synthesizer:
     """The reader of ``config.llm.provider``: the extractive answer for ``none``, an
-    :class:`~rootweaver_capabilities.llm.LLMSynthesizer` on the embedded model for ``local`` or
+    :class:`~rootweaver_capabilities.readers.llm.LLMSynthesizer` on the embedded model for ``local`` or
     on the endpoint for ``openai``, fitting its window with ``compactor`` (default: the configured
     strategy, :func:`build_compactor`). ``ValueError`` (one line, with the install command) when
     ``local`` is asked for but llama-cpp-python is not installed."""
     cfg = config.llm
     if cfg.provider == "none":
         return extractive_synthesizer
-    from .llm import LLMSynthesizer, OpenAIChatClient
+    from rootweaver_capabilities.readers.llm import LLMSynthesizer, OpenAIChatClient
 
     if cfg.provider == "local":
-        from .embedded import LlamaCppChatClient
-        from .reader_models import INSTALL_HINT, reader_installed
+        from rootweaver_capabilities.readers.embedded import LlamaCppChatClient
+        from rootweaver_capabilities.readers.models import INSTALL_HINT, reader_installed
 
         if not reader_installed():
             raise ValueError(f"llm.provider is 'local' but the embedded reader is not installed: {INSTALL_HINT}")
@@ -106,7 +106,7 @@ def build_rag(
     ones (a runtime that already holds them). Compaction runs when ``compaction.enabled``; the
     strategy is built either way, since the reader fits its window with it. Over a corpus of
     document chunks ``max_passages`` counts paragraphs' worth of reading
-    (:meth:`~rootweaver_innovations.documents.ReadingBudget.passages`)."""
+    (:meth:`~rootweaver_innovations.documents.folders.ReadingBudget.passages`)."""
     compactor = build_compactor(config.compaction)
     retriever = retriever if retriever is not None else build_retriever(config.retriever)
     return MultiHopRAG(

@@ -29,16 +29,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from rootweaver_innovations.compaction import CompactionRequest, CompactionResult
-from rootweaver_innovations.multihop import Hop, MultiHopRAG, MultiHopResult, Synthesizer
-from rootweaver_innovations.retrieval import Retriever
-from rootweaver_innovations.strategies import Compactor
+from rootweaver_innovations.compaction.line import CompactionRequest, CompactionResult
+from rootweaver_innovations.loop.multihop import Hop, MultiHopRAG, MultiHopResult, Synthesizer
+from rootweaver_innovations.retrieval.retrievers import Retriever
+from rootweaver_innovations.compaction.strategies import Compactor
 
-from .assembly import build_rag
-from .config import MultiHopConfig
-from .flags import FlagProvider, build_flag_provider
-from .metrics import Metrics
-from .result_json import result_record
+from rootweaver_capabilities.assembly import build_rag
+from rootweaver_capabilities.config import MultiHopConfig
+from rootweaver_capabilities.flags import FlagProvider, build_flag_provider
+from rootweaver_capabilities.metrics import Metrics
+from rootweaver_capabilities.result_json import result_record
 
 __all__ = ["CapabilityContext", "MultiHopCapability", "RequestContext"]
 
@@ -136,7 +136,7 @@ class MultiHopCapability:
         self, context: CapabilityContext, on_hop: Callable[[Hop], None] | None = None
     ) -> MultiHopResult | None:
         """Run the capability for ``context`` (see the module docstring); ``None`` when off.
-        ``on_hop`` is handed to :meth:`~rootweaver_innovations.multihop.MultiHopRAG.multi_hop_search`."""
+        ``on_hop`` is handed to :meth:`~rootweaver_innovations.loop.multihop.MultiHopRAG.multi_hop_search`."""
         cfg = self.config
         flag_ctx = {k: v for k, v in (("userId", context.user_id), ("sessionId", context.session_id)) if v}
         if not self._flag(cfg.flags.capability_flag, flag_ctx):

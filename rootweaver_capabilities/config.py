@@ -39,13 +39,13 @@ from typing import Any
 
 import yaml
 
-from rootweaver_innovations.answer_rules import DEFAULT_ANSWER_RULES, answer_rule_names
-from rootweaver_innovations.corpus import MAX_RECORD_BYTES
-from rootweaver_innovations.documents import ChunkingSettings
-from rootweaver_innovations.multihop import STOP_RULES
-from rootweaver_innovations.packing import UNITS as BUDGET_UNITS
-from rootweaver_innovations.retrieval import BACKENDS
-from rootweaver_innovations.strategies import (
+from rootweaver_innovations.answer_rules.registry import DEFAULT_ANSWER_RULES, answer_rule_names
+from rootweaver_innovations.documents.corpus import MAX_RECORD_BYTES
+from rootweaver_innovations.documents.folders import ChunkingSettings
+from rootweaver_innovations.loop.multihop import STOP_RULES
+from rootweaver_innovations.compaction.packing import UNITS as BUDGET_UNITS
+from rootweaver_innovations.retrieval.retrievers import BACKENDS
+from rootweaver_innovations.compaction.strategies import (
     DEFAULT_BUDGET_TOKENS,
     DEFAULT_STRATEGY,
     MAX_INPUT_CHARS,

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from .config import FlagsConfig, UnleashConfig
+from rootweaver_capabilities.config import FlagsConfig, UnleashConfig
 
 __all__ = [
     "FlagProvider",

@@ -1,4 +1,4 @@
-"""The one JSON-ready form of a :class:`~rootweaver_innovations.multihop.MultiHopResult`.
+"""The one JSON-ready form of a :class:`~rootweaver_innovations.loop.multihop.MultiHopResult`.
 
 ``rootweaver ask --json`` prints it, ``rootweaver serve`` and the capability's
 ``context.metadata["multi_hop"]`` carry it; a compaction that did not run is strategy
@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rootweaver_innovations.multihop import Answer, MultiHopResult
+from rootweaver_innovations.loop.multihop import Answer, MultiHopResult
 from rootweaver_innovations.records import Fact
 
-from .prompts import ReaderAnswer
+from rootweaver_capabilities.readers.prompts import ReaderAnswer
 
 __all__ = ["answer_record", "result_record"]
 

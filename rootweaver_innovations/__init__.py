@@ -1,29 +1,29 @@
 """rootweaver's algorithms: compaction, packing, retrieval and the multi-hop loop.
 
 The names below are the supported surface; the packer lives in
-:mod:`rootweaver_innovations.packing`, diagnostics in :mod:`rootweaver_innovations.diagnostics`.
+:mod:`rootweaver_innovations.compaction.packing`, diagnostics in :mod:`evals.diagnostics`.
 Each name is imported from its submodule on first use (PEP 562), so importing one light
-submodule (e.g. :mod:`~rootweaver_innovations.corpus`) does not load numpy or the packers.
+submodule (e.g. :mod:`~rootweaver_innovations.documents.corpus`) does not load numpy or the packers.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .lazy import lazy_names
+from rootweaver_innovations.lazy import lazy_names
 
 if TYPE_CHECKING:
-    from .answer_rules import register_answer_rule
-    from .budget import Budget
-    from .compaction import CompactionRequest, CompactionResult, DroppedFact
-    from .context_format import SynthContext
-    from .corpus import CorpusError, Passage, QARow, load_corpus_jsonl, load_qa_rows
-    from .extractive import extractive_answer
-    from .multihop import Answer, Hop, MultiHopRAG, MultiHopResult, RuleDecomposer
-    from .records import Fact, facts_from_passages
-    from .retrieval import BM25Retriever, DenseRetriever, HybridRetriever, Retriever, ScoredPassage
-    from .strategies import DEFAULT_STRATEGY, Compactor, make_compactor, register_strategy, strategy_names
-    from .text import STOP_WORDS, reasoning_key_terms
+    from rootweaver_innovations.answer_rules.registry import register_answer_rule
+    from rootweaver_innovations.compaction.budget import Budget
+    from rootweaver_innovations.compaction.line import CompactionRequest, CompactionResult, DroppedFact
+    from rootweaver_innovations.compaction.synth_context import SynthContext
+    from rootweaver_innovations.documents.corpus import CorpusError, Passage, QARow, load_corpus_jsonl, load_qa_rows
+    from rootweaver_innovations.answer_rules.extractive import extractive_answer
+    from rootweaver_innovations.loop.multihop import Answer, Hop, MultiHopRAG, MultiHopResult, RuleDecomposer
+    from rootweaver_innovations.records import Fact, facts_from_passages
+    from rootweaver_innovations.retrieval.retrievers import BM25Retriever, DenseRetriever, HybridRetriever, Retriever, ScoredPassage
+    from rootweaver_innovations.compaction.strategies import DEFAULT_STRATEGY, Compactor, make_compactor, register_strategy, strategy_names
+    from rootweaver_innovations.text import STOP_WORDS, reasoning_key_terms
 
 __all__ = [
     "DEFAULT_STRATEGY",
@@ -60,37 +60,37 @@ __all__ = [
 ]
 
 _SUBMODULE = {  # public name -> the submodule defining it
-    "DEFAULT_STRATEGY": "strategies",
+    "DEFAULT_STRATEGY": "compaction.strategies",
     "STOP_WORDS": "text",
-    "Answer": "multihop",
-    "BM25Retriever": "retrieval",
-    "Budget": "budget",
-    "CompactionRequest": "compaction",
-    "CompactionResult": "compaction",
-    "Compactor": "strategies",
-    "CorpusError": "corpus",
-    "DenseRetriever": "retrieval",
-    "DroppedFact": "compaction",
+    "Answer": "loop.multihop",
+    "BM25Retriever": "retrieval.retrievers",
+    "Budget": "compaction.budget",
+    "CompactionRequest": "compaction.line",
+    "CompactionResult": "compaction.line",
+    "Compactor": "compaction.strategies",
+    "CorpusError": "documents.corpus",
+    "DenseRetriever": "retrieval.retrievers",
+    "DroppedFact": "compaction.line",
     "Fact": "records",
-    "Hop": "multihop",
-    "HybridRetriever": "retrieval",
-    "MultiHopRAG": "multihop",
-    "MultiHopResult": "multihop",
-    "Passage": "corpus",
-    "QARow": "corpus",
-    "Retriever": "retrieval",
-    "RuleDecomposer": "multihop",
-    "ScoredPassage": "retrieval",
-    "SynthContext": "context_format",
-    "extractive_answer": "extractive",
+    "Hop": "loop.multihop",
+    "HybridRetriever": "retrieval.retrievers",
+    "MultiHopRAG": "loop.multihop",
+    "MultiHopResult": "loop.multihop",
+    "Passage": "documents.corpus",
+    "QARow": "documents.corpus",
+    "Retriever": "retrieval.retrievers",
+    "RuleDecomposer": "loop.multihop",
+    "ScoredPassage": "retrieval.retrievers",
+    "SynthContext": "compaction.synth_context",
+    "extractive_answer": "answer_rules.extractive",
     "facts_from_passages": "records",
-    "load_corpus_jsonl": "corpus",
-    "load_qa_rows": "corpus",
-    "make_compactor": "strategies",
+    "load_corpus_jsonl": "documents.corpus",
+    "load_qa_rows": "documents.corpus",
+    "make_compactor": "compaction.strategies",
     "reasoning_key_terms": "text",
-    "register_answer_rule": "answer_rules",
-    "register_strategy": "strategies",
-    "strategy_names": "strategies",
+    "register_answer_rule": "answer_rules.registry",
+    "register_strategy": "compaction.strategies",
+    "strategy_names": "compaction.strategies",
 }
 
 

@@ -1,10 +1,10 @@
 """The defaults the command line shows, in a module that imports nothing.
 
-The modules that use them (:mod:`~rootweaver_innovations.corpus`,
-:mod:`~rootweaver_innovations.documents`, :mod:`~rootweaver_innovations.strategies`) import
+The modules that use them (:mod:`~rootweaver_innovations.documents.corpus`,
+:mod:`~rootweaver_innovations.documents.folders`, :mod:`~rootweaver_innovations.compaction.strategies`) import
 them from here and re-export them, so that the ``rootweaver`` parser gets them without loading
 those modules (dataclasses, the tokenizer, the packers, numpy): ``--help`` starts fast.
-:mod:`~rootweaver_innovations.strategies` registers the built-in strategies under these
+:mod:`~rootweaver_innovations.compaction.strategies` registers the built-in strategies under these
 names, in this order.
 """
 

@@ -2,7 +2,7 @@
 
 A :class:`Fact` is one sentence of a retrieved passage with its provenance, and its one
 context line (:func:`format_fact`). Contexts are laid out from facts in
-:mod:`rootweaver_innovations.context_format`; nothing parses a rendered context back into facts.
+:mod:`rootweaver_innovations.compaction.synth_context`; nothing parses a rendered context back into facts.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .corpus import Passage, Source, split_sentences
-from .text import fold_whitespace
-from .titles import id_titled
+from rootweaver_innovations.documents.corpus import Passage, Source, split_sentences
+from rootweaver_innovations.text import fold_whitespace
+from rootweaver_innovations.loop.titles import id_titled
 
 __all__ = ["FACT_SEPARATOR", "MIN_OVERLAP_WORDS", "Fact", "facts_from_passages", "format_fact", "join_records",
            "with_subjects"]
@@ -37,7 +37,7 @@ class Fact:
     ``sub_query`` the query that hop issued, ``rank`` the passage's 0-based place among the
     hop's new passages and ``score`` the retriever's score for it. ``source`` is the passage's
     provenance when it is a chunk of a document (not compared). ``id_title``: the title is an
-    id that names nothing (:func:`~rootweaver_innovations.titles.id_titled`; not compared);
+    id that names nothing (:func:`~rootweaver_innovations.loop.titles.id_titled`; not compared);
     ``subject``: then the name its file is about, when known (:func:`with_subjects`; not compared).
 
     Derived once at construction (not compared, not in ``repr``): ``body``, the sentence with
@@ -107,7 +107,7 @@ def facts_from_passages(
     """Every non-blank sentence of ``passages`` as facts, in passage order then sentence order.
 
     ``rank`` is the passage's index in ``passages``; ``scores`` (one per passage) default to 0.
-    A passage titled by an id (:func:`~rootweaver_innovations.titles.id_titled`) gives facts
+    A passage titled by an id (:func:`~rootweaver_innovations.loop.titles.id_titled`) gives facts
     with ``id_title`` set.
     """
     score_list = list(scores) if scores is not None else [0.0] * len(passages)

@@ -8,7 +8,7 @@ Tuning half only: the even-indexed rows (``rows[0::2]``) of each bundled dev set
 are product-shaped: the facts the shipped ``MultiHopRAG`` loop retrieves for each question
 over the open pool of every paragraph of the file (``--source loop``, the default), or the
 BM25 top-5 of the question's own paragraphs (``--source top5``), turned into candidates by
-:func:`~rootweaver_innovations.packing.candidates.fact_candidates`, the function the product
+:func:`~rootweaver_innovations.compaction.packing.candidates.fact_candidates`, the function the product
 compactor calls. Unless ``--no-opaque-copies``, every problem is also fitted a second time
 with each title replaced by an opaque id (``doc-<passage id>``, as ``--opaque-titles`` does
 in the evals): what users with their own documents get, so the title-free features carry
@@ -53,14 +53,14 @@ from evals.datasets import DATASETS, DEFAULT_DATA_ROOT, build_open_pool
 from evals.documents_folder import LAYOUTS, write_layout
 from evals.loops import product_loop
 from evals.packing import TOP_K, retrieved_candidates
-from rootweaver_innovations.corpus import CorpusError, load_corpus_jsonl, load_qa_rows
-from rootweaver_innovations.diagnostics import answer_in_context
-from rootweaver_innovations.documents import load_documents
-from rootweaver_innovations.evidence import MODEL_FILE, EvidenceModel, EvidenceParams, ProblemFeatures
-from rootweaver_innovations.packing import Budget, default_token_counter, fact_candidates, pack
-from rootweaver_innovations.packing import register_policy
-from rootweaver_innovations.packing.policies import POLICIES, PackingProblem, Selection
-from rootweaver_innovations.retrieval import BM25Retriever
+from rootweaver_innovations.documents.corpus import CorpusError, load_corpus_jsonl, load_qa_rows
+from evals.diagnostics import answer_in_context
+from rootweaver_innovations.documents.folders import load_documents
+from rootweaver_innovations.compaction.evidence import MODEL_FILE, EvidenceModel, EvidenceParams, ProblemFeatures
+from rootweaver_innovations.compaction.packing import Budget, default_token_counter, fact_candidates, pack
+from rootweaver_innovations.compaction.packing import register_policy
+from rootweaver_innovations.compaction.packing.policies import POLICIES, PackingProblem, Selection
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 
 SHIPPED = Path(__file__).resolve().parent.parent / "rootweaver_innovations" / "data" / MODEL_FILE
 DEFAULT_DATASETS = "hotpotqa,musique"  # chosen on the even rows (docs/results.md section 0)
@@ -124,7 +124,7 @@ def _opaque(facts):
 def _chunk_items(rows, layout: str) -> list:
     """(row, gold document ids, facts) for each row: the pool written as ``layout``
     (:func:`evals.documents_folder.write_layout`), read as the product reads it, and the loop run
-    over it. A document (:func:`~rootweaver_innovations.packing.candidates.fact_candidates`'
+    over it. A document (:func:`~rootweaver_innovations.compaction.packing.candidates.fact_candidates`'
     ``doc_id``) is gold when one of its facts comes from a gold paragraph's file and shares a run
     of min(8, its length) words with that paragraph."""
     pool = build_open_pool(rows)

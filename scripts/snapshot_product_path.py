@@ -13,8 +13,10 @@ the snapshot also holds the prompt the reader was shown. One JSON line per run g
 ``--out``; ``--compare BEFORE`` reports every run whose line differs, byte for byte, once the
 keys added since BEFORE are left out (exit 1 if any).
 
-    python scripts/snapshot_product_path.py --out /tmp/before.jsonl
-    python scripts/snapshot_product_path.py --out /tmp/after.jsonl --compare /tmp/before.jsonl
+    python scripts/snapshot_product_path.py --out /tmp/after.jsonl --compare evals/golden/product_path.jsonl.gz
+
+``evals/golden/product_path.jsonl.gz`` is the committed snapshot (the default ``--per-set`` of 40,
+``--reader none`` and the stub; its provenance is in ``evals/golden/README.md``).
 
 The stub answers ``{"answer": "stub", "evidence": [1, 2]}`` whatever it is asked: what is
 checked is the prompt and how the reply is mapped back onto context lines, not the answer.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import io
 import json
 import sys
@@ -35,7 +38,7 @@ from pathlib import Path
 from evals.datasets import DATASETS, build_open_pool, load_rows
 from evals.documents_folder import write_layout
 from evals.layouts import opaque
-from rootweaver_capabilities.cli import main as cli_main
+from rootweaver_capabilities.cli.main import main as cli_main
 
 SETTINGS = (
     ("off", ["--compaction", "off"]),
@@ -124,7 +127,9 @@ def main() -> int:
             out.write(json.dumps(row, ensure_ascii=False, sort_keys=True).replace(tmp, "<tmp>") + "\n")
     if args.compare is None:
         return 0
-    before = args.compare.read_text(encoding="utf-8").splitlines()
+    opener = gzip.open if args.compare.suffix == ".gz" else open
+    with opener(args.compare, "rt", encoding="utf-8") as fh:
+        before = fh.read().splitlines()
     after = args.out.read_text(encoding="utf-8").splitlines()
     differ = []
     for i, (a, b) in enumerate(zip(before, after)):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start two Sphinx searchd nodes on 127.0.0.1 serving one distributed index sharded in two
-# RT shards, every node a mirror of both (rootweaver_capabilities/sphinxql.py), for the
+# RT shards, every node a mirror of both (rootweaver_capabilities/cluster/sphinxql.py), for the
 # integration tests and for trying `retriever.backend: sphinxql` by hand.
 #
 # Non-interactive; installs Debian's sphinxsearch (Sphinx 2.2.11) with apt-get when searchd
@@ -32,7 +32,7 @@ NODES="127.0.0.1:$BASE:$((BASE + 6)),127.0.0.1:$((BASE + 100)):$((BASE + 106))"
 HOSTS="127.0.0.1:$BASE,127.0.0.1:$((BASE + 100))"
 mkdir -p "$STATE"
 if [[ ! -f "$STATE/node0/searchd.conf" ]]; then
-  "$PY" -m rootweaver_capabilities.cli index export --to sphinxql --nodes "$NODES" --index "$INDEX" \
+  "$PY" -m rootweaver_capabilities.cli.main index export --to sphinxql --nodes "$NODES" --index "$INDEX" \
     --conf-dir "$STATE" >/dev/null
 fi
 for i in 0 1; do

@@ -11,21 +11,21 @@ BUNDLED_DATA = Path(__file__).resolve().parents[1] / "evals" / "data"
 
 @pytest.fixture(scope="session")
 def demo_passages():
-    from rootweaver_innovations.demo import demo_passages as load
+    from rootweaver_innovations.documents.demo import demo_passages as load
 
     return load()
 
 
 @pytest.fixture(scope="session")
 def golden_questions():
-    from rootweaver_innovations.demo import load_questions
+    from rootweaver_innovations.documents.demo import load_questions
 
     return load_questions()
 
 
 @pytest.fixture(scope="session")
 def demo_retriever(demo_passages):
-    from rootweaver_innovations.retrieval import BM25Retriever
+    from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 
     return BM25Retriever(demo_passages)
 

@@ -25,7 +25,7 @@ def free_port() -> int:
 def start(args: list[str], config: Path, port: int, timeout: float = 20.0) -> subprocess.Popen:
     """Start ``rootweaver *args`` (PYTHONPATH = this checkout) and wait for /healthz."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "rootweaver_capabilities.cli", *args, "--config", str(config)],
+    proc = subprocess.Popen([sys.executable, "-m", "rootweaver_capabilities.cli.main", *args, "--config", str(config)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

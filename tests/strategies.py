@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from rootweaver_innovations.packing import Budget, Candidate
+from rootweaver_innovations.compaction.packing import Budget, Candidate
 
 WORDS = (
     "alpha", "beta", "gamma", "delta", "river", "born", "film", "director", "Paris",
@@ -84,8 +84,8 @@ def compaction_requests(draw, max_facts: int = 14):
     """A :class:`CompactionRequest` as the loop would hand it: 1-3 hops of facts from a few
     passages (titles repeat across passages, sentences repeat too), a question, open terms and
     a char or token budget."""
-    from rootweaver_innovations.compaction import CompactionRequest
-    from rootweaver_innovations.context_format import SynthContext
+    from rootweaver_innovations.compaction.line import CompactionRequest
+    from rootweaver_innovations.compaction.synth_context import SynthContext
     from rootweaver_innovations.records import Fact
 
     n_hops = draw(st.integers(min_value=1, max_value=3))

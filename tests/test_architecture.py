@@ -50,9 +50,16 @@ def _graph() -> dict[str, set[str]]:
                 imp = imp.rpartition(".")[0]
             if imp and imp != name:
                 deps.add(imp)
-        # importing a submodule runs its package's __init__ first
-        graph[name] = deps | {d.rpartition(".")[0] for d in deps if d.rpartition(".")[0] in modules} - {name}
+        # importing a submodule runs its packages' __init__ first, except the ones that
+        # import ``name`` itself, which are running already
+        graph[name] = deps | {a for d in deps for a in _ancestors(d)
+                              if a in modules and not name.startswith(a + ".")} - {name}
     return graph
+
+
+def _ancestors(module: str) -> list[str]:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
 def test_no_import_cycles():
@@ -104,4 +111,4 @@ def test_only_the_renderer_knows_the_hop_header_text():
     header prefix or splits a context into lines to find it."""
     holders = sorted(str(p.relative_to(ROOT)) for p in _python_files("rootweaver_innovations", "rootweaver_capabilities")
                      if "HOP_HEADER_PREFIX" in p.read_text(encoding="utf-8") or "From query:" in p.read_text(encoding="utf-8"))
-    assert holders == ["rootweaver_capabilities/prompts.py", "rootweaver_innovations/context_format.py"]
+    assert holders == ["rootweaver_capabilities/readers/prompts.py", "rootweaver_innovations/compaction/synth_context.py"]

@@ -10,13 +10,14 @@ import pytest
 
 from rootweaver_capabilities.assembly import build_rag
 from rootweaver_capabilities.capability import MultiHopCapability, RequestContext
-from rootweaver_capabilities.cli import main
+from rootweaver_capabilities.cli.main import main
 from rootweaver_capabilities.config import ConfigError, MultiHopConfig
 from rootweaver_capabilities.result_json import result_record
-from rootweaver_innovations import answer_rules, strategies
-from rootweaver_innovations.compaction import CompactionResult, DroppedFact
-from rootweaver_innovations.extractive import extractive_synthesizer
-from rootweaver_innovations.multihop import Answer
+from rootweaver_innovations.answer_rules import registry as answer_rules
+from rootweaver_innovations.compaction import strategies
+from rootweaver_innovations.compaction.line import CompactionResult, DroppedFact
+from rootweaver_innovations.answer_rules.extractive import extractive_synthesizer
+from rootweaver_innovations.loop.multihop import Answer
 
 
 class FirstFactOnly:
@@ -87,7 +88,7 @@ def test_every_reader_fits_its_window_with_the_configured_strategy():
     """``build_synthesizer(config)`` (``serve``, ``batch``, the HTTP service) and ``build_rag``
     alike: a prompt that does not fit is compacted by ``compaction.strategy``, not a default."""
     from rootweaver_capabilities.assembly import build_synthesizer
-    from rootweaver_innovations.compaction import LineCompactor
+    from rootweaver_innovations.compaction.line import LineCompactor
 
     config = MultiHopConfig.from_mapping({"compaction": {"strategy": "line"},
                                           "llm": {"provider": "openai", "base_url": "http://127.0.0.1:9/v1"}})

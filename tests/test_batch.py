@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rootweaver_capabilities.batch import BatchInputError, done_ids, read_questions, run_batch
-from rootweaver_capabilities.cli import main
+from rootweaver_capabilities.batch.run import BatchInputError, done_ids, read_questions, run_batch
+from rootweaver_capabilities.cli.main import main
 from rootweaver_capabilities.config import MultiHopConfig
 
 
@@ -90,7 +90,7 @@ def test_resume_skips_done_ids_and_repairs_a_torn_line(tmp_path, golden_question
 
 def test_writer_never_writes_an_id_twice(tmp_path):
     """A chunk delivered twice (a resubmitted chunk whose first run also returned) is written once."""
-    from rootweaver_capabilities.batch import BatchSummary, _Writer
+    from rootweaver_capabilities.batch.run import BatchSummary, _Writer
 
     out = tmp_path / "a.jsonl"
     s = BatchSummary(total=2)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rootweaver_innovations.index import build_index
+from rootweaver_innovations.retrieval.index import build_index
 
 REPO = Path(__file__).resolve().parents[1]
 GRACE_S = 5.0
@@ -53,7 +53,7 @@ def _alive(pid: int) -> bool:
 def _start_build(corpus: Path, out: Path) -> tuple[subprocess.Popen, list[int]]:
     """The build running with both workers alive and its temporary directory present."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rootweaver_capabilities.cli", "index", "build", str(corpus), "--out", str(out),
+        [sys.executable, "-m", "rootweaver_capabilities.cli.main", "index", "build", str(corpus), "--out", str(out),
          "--workers", "2", "--chunk-size", "200"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},

@@ -15,7 +15,7 @@ from rootweaver_capabilities.config import CAPABILITY_FLAG, MultiHopConfig
 from rootweaver_capabilities.flags import StaticFlagProvider
 from rootweaver_capabilities.metrics import Metrics
 from rootweaver_capabilities.capability import MultiHopCapability, RequestContext
-from rootweaver_innovations.multihop import MultiHopRAG
+from rootweaver_innovations.loop.multihop import MultiHopRAG
 
 ROLLOUT = "eip.capabilities.retrieval.multi_hop.compaction"
 

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from rootweaver_capabilities.cli import main
-from rootweaver_innovations.extractive import EXTRACTIVE_METHOD
+from rootweaver_capabilities.cli.main import main
+from rootweaver_innovations.answer_rules.extractive import EXTRACTIVE_METHOD
 
 
 def test_ask_demo_bridge_question_two_hops_under_budget(capsys):
@@ -120,7 +120,7 @@ def test_serve_prints_answer_method_and_cited_lines_beside_the_metadata(monkeypa
 
 
 def test_ask_without_the_reader_installed_answers_extractively_and_says_how_to_get_it(monkeypatch, capsys):
-    from rootweaver_capabilities import reader_models
+    from rootweaver_capabilities.readers import models as reader_models
 
     monkeypatch.setattr(reader_models, "reader_installed", lambda: False)
     assert main(["ask", "--json"]) == 0

@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-HEAVY = ("numpy", "yaml", "rootweaver_innovations.retrieval", "importlib.metadata")
+HEAVY = ("numpy", "yaml", "rootweaver_innovations.retrieval.retrievers", "importlib.metadata")
 
 _HELP_THEN_MODULES = """
 import contextlib, io, sys
-from rootweaver_capabilities.cli import build_parser, main
+from rootweaver_capabilities.cli.main import build_parser, main
 
 build_parser().format_help()
 for argv in (["--help"], ["ask", "--help"], ["index", "build", "--help"], ["batch", "--help"]):
@@ -26,7 +26,7 @@ print(" ".join(sys.modules))
 def test_parser_and_help_load_no_heavy_module():
     out = subprocess.run([sys.executable, "-c", _HELP_THEN_MODULES], capture_output=True, text=True, check=True)
     loaded = set(out.stdout.split())
-    assert "rootweaver_capabilities.cli" in loaded
+    assert "rootweaver_capabilities.cli.main" in loaded
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
 
@@ -44,7 +44,7 @@ def test_every_public_name_resolves_lazily(package):
 def test_help_lists_the_plug_ins_importlib_metadata_finds(tmp_path, monkeypatch):
     from importlib.metadata import entry_points
 
-    from rootweaver_capabilities.cli import COMMANDS_GROUP, _plugin_names
+    from rootweaver_capabilities.cli.main import COMMANDS_GROUP, _plugin_names
 
     dist = tmp_path / "rw_plugin-1.0.dist-info"
     dist.mkdir()

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.budget import Budget
-from rootweaver_innovations.compaction import (
+from rootweaver_innovations.compaction.budget import Budget
+from rootweaver_innovations.compaction.line import (
     REASON_BLANK,
     REASON_BUDGET,
     REASON_DUPLICATE,
@@ -19,9 +19,9 @@ from rootweaver_innovations.compaction import (
     fit_facts,
     rank_facts,
 )
-from rootweaver_innovations.context_format import SynthContext
+from rootweaver_innovations.compaction.synth_context import SynthContext
 from rootweaver_innovations.records import Fact
-from rootweaver_innovations.strategies import make_compactor
+from rootweaver_innovations.compaction.strategies import make_compactor
 from rootweaver_innovations.text import reasoning_key_terms
 from strategies import compaction_requests
 

@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.compaction import REASON_BLANK, REASON_HOP_HEADER, CompactionRequest, LineCompactor
-from rootweaver_innovations.context_format import SynthContext
-from rootweaver_innovations.packing import Budget, SubmodularWeights, fact_candidates, pack
-from rootweaver_innovations.packing.compactor import PackingCompactor
+from rootweaver_innovations.compaction.line import REASON_BLANK, REASON_HOP_HEADER, CompactionRequest, LineCompactor
+from rootweaver_innovations.compaction.synth_context import SynthContext
+from rootweaver_innovations.compaction.packing import Budget, SubmodularWeights, fact_candidates, pack
+from rootweaver_innovations.compaction.packing.compactor import PackingCompactor
 from rootweaver_innovations.records import Fact
-from rootweaver_innovations.strategies import make_compactor, register_strategy, strategy_names
+from rootweaver_innovations.compaction.strategies import make_compactor, register_strategy, strategy_names
 from strategies import compaction_requests
 
 
@@ -134,7 +134,7 @@ def test_registry_rejects_duplicates_and_off_and_names_choices():
 def test_okapi_scores_reproduce_rank_bm25(docs, query):
     from rank_bm25 import BM25Okapi
 
-    from rootweaver_innovations.packing.candidates import okapi_scores
+    from rootweaver_innovations.compaction.packing.candidates import okapi_scores
 
     assert okapi_scores(docs, query) == pytest.approx(list(BM25Okapi(docs).get_scores(query)), abs=1e-9)
 

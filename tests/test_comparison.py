@@ -6,16 +6,16 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.comparison import (
+from rootweaver_innovations.answer_rules.comparison import (
     COMPARISON_METHOD,
     choice_options,
     compare_dates,
     date_comparison_answer,
 )
-from rootweaver_innovations.corpus import Passage
-from rootweaver_innovations.multihop import Answer, MultiHopRAG
-from rootweaver_innovations.packing import Budget
-from rootweaver_innovations.retrieval import BM25Retriever
+from rootweaver_innovations.documents.corpus import Passage
+from rootweaver_innovations.loop.multihop import Answer, MultiHopRAG
+from rootweaver_innovations.compaction.packing import Budget
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 from rootweaver_innovations.records import Fact
 
 LEVERTOV = Fact("p1", "Denise Levertov", "Priscilla Denise Levertov (24 October 1923 – 20 December 1997) was a poet.", 0)

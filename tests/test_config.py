@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.strategies import DEFAULT_BUDGET_TOKENS, STRATEGIES
+from rootweaver_innovations.compaction.strategies import DEFAULT_BUDGET_TOKENS, STRATEGIES
 from rootweaver_capabilities.config import (
     CAPABILITY_FLAG,
     ConfigError,
@@ -60,7 +60,7 @@ def test_every_knob_has_a_description_and_defaults_match_the_objects():
 
 
 def test_loop_defaults_agree_with_multihoprag():
-    from rootweaver_innovations.multihop import MultiHopRAG
+    from rootweaver_innovations.loop.multihop import MultiHopRAG
 
     rag, cfg = MultiHopRAG(retriever=None), MultiHopConfig()  # type: ignore[arg-type]
     assert (cfg.max_hops, cfg.max_passages, cfg.stop_rule, cfg.passages_per_hop, cfg.answerability_threshold) == (

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rootweaver_innovations.corpus import CorpusError, Passage, load_corpus_jsonl, load_qa_rows, split_sentences
+from rootweaver_innovations.documents.corpus import CorpusError, Passage, load_corpus_jsonl, load_qa_rows, split_sentences
 
 
 def test_corpus_jsonl_roundtrip(tmp_path):
@@ -59,7 +59,7 @@ def test_dataset_layouts_load(bundled_data, path, n_paras):
 
 
 def test_a_record_text_keeps_initials_in_their_sentence():
-    from rootweaver_innovations.corpus import passage_from_object
+    from rootweaver_innovations.documents.corpus import passage_from_object
 
     record = {"id": "w1", "title": "doc-1.txt", "text": "S. Sylvan Simon (1910 - 1951) was a director. He died."}
     assert passage_from_object(record, Path("c.jsonl"), 1).sentences == (
@@ -165,8 +165,8 @@ def test_the_usual_name_is_a_name_of_the_lead_counted_at_least_as_often_as_its_s
 
 
 def test_a_window_is_labelled_by_the_name_the_other_files_use():
-    from rootweaver_innovations.multihop import MultiHopRAG
-    from rootweaver_innovations.retrieval import BM25Retriever
+    from rootweaver_innovations.loop.multihop import MultiHopRAG
+    from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 
     windows = [Passage("a#0", "doc-7f.txt", (LEADS[0],)), Passage("a#1", "doc-7f.txt", ("He grew up in Detroit.",))]
     question = "In what city was the rapper of Lose Yourself when he grew up?"
@@ -178,9 +178,9 @@ def test_a_window_is_labelled_by_the_name_the_other_files_use():
 
 
 def test_a_chunk_titled_by_its_lead_takes_the_usual_name_and_a_heading_is_kept():
-    from rootweaver_innovations.corpus import Source
-    from rootweaver_innovations.multihop import MultiHopRAG
-    from rootweaver_innovations.retrieval import BM25Retriever
+    from rootweaver_innovations.documents.corpus import Source
+    from rootweaver_innovations.loop.multihop import MultiHopRAG
+    from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 
     def corpus(headings):
         return [Passage("a.txt#0", "Marshall Mathers", (LEADS[0], "He grew up in Detroit."), Source("a.txt", headings)),

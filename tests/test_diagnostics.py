@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import rootweaver_innovations.diagnostics as diag
-from rootweaver_innovations.diagnostics import (
+import evals.diagnostics as diag
+from evals.diagnostics import (
     all_gold_at_k,
     answer_in_context,
     exact_match,

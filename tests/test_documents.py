@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_capabilities.cli import main
+from rootweaver_capabilities.cli.main import main
 from rootweaver_capabilities.config import ConfigError, MultiHopConfig
-from rootweaver_innovations.budget import default_token_counter
-from rootweaver_innovations.corpus import CorpusError, passage_from_object
-from rootweaver_innovations.documents import (
+from rootweaver_innovations.compaction.budget import default_token_counter
+from rootweaver_innovations.documents.corpus import CorpusError, passage_from_object
+from rootweaver_innovations.documents.folders import (
     ChunkingSettings,
     load_documents,
     passage_record,
@@ -212,8 +212,8 @@ def test_index_build_of_an_unreadable_folder_exits_2(tmp_path, capsys):
 @settings(max_examples=30, deadline=None)
 @given(st.integers(1, 40), st.lists(st.integers(1, 200), min_size=1, max_size=30))
 def test_the_reading_budget_leaves_paragraphs_alone_and_scales_chunks(max_passages, lengths):
-    from rootweaver_innovations.corpus import Passage, Source
-    from rootweaver_innovations.documents import load_reading_budget
+    from rootweaver_innovations.documents.corpus import Passage, Source
+    from rootweaver_innovations.documents.folders import load_reading_budget
 
     budget = load_reading_budget()
     texts = [" ".join(["word"] * n) for n in lengths]
@@ -234,7 +234,7 @@ def test_the_reading_budget_leaves_paragraphs_alone_and_scales_chunks(max_passag
 
 
 def test_a_malformed_reading_budget_file_is_refused(tmp_path):
-    from rootweaver_innovations.documents import load_reading_budget
+    from rootweaver_innovations.documents.folders import load_reading_budget
 
     bad = tmp_path / "reading.json"
     bad.write_text('{"paragraph_tokens": 0}')
@@ -255,7 +255,7 @@ def test_sigterm_while_a_folder_is_chunked_leaves_nothing(tmp_path):
     for i in range(6000):  # about 15 s of chunking: the signal must stop it, not wait for its end
         (folder / f"note-{i}.txt").write_text("\n\n".join([para] * 8))
     out = tmp_path / "idx"
-    proc = subprocess.Popen([sys.executable, "-m", "rootweaver_capabilities.cli", "index", "build", str(folder),
+    proc = subprocess.Popen([sys.executable, "-m", "rootweaver_capabilities.cli.main", "index", "build", str(folder),
                              "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     deadline = time.monotonic() + 60
@@ -285,7 +285,7 @@ def test_without_the_extra_a_folder_is_one_line_naming_the_install(monkeypatch, 
 @settings(max_examples=60, deadline=None)
 @given(st.text(alphabet="ab \n", max_size=400), st.integers(4, 50))
 def test_long_sections_reach_the_splitter_in_bounded_blocks_that_lose_nothing(text, size):
-    from rootweaver_innovations.documents import _blocks
+    from rootweaver_innovations.documents.folders import _blocks
 
     blocks = list(_blocks(text, size))
     assert "".join(blocks) == text and all(len(b) <= size for b in blocks)

@@ -10,10 +10,10 @@ from evals.multihop_e2e import run_multihop_eval
 from evals.packing import POLICY_ORDER, retrieved_candidates, run_packing_eval
 from evals.synth_eval import run_synth_eval
 from evals.trajectory import GOLDEN_FILE, run_trajectory_eval
-from rootweaver_capabilities.cli import main
-from rootweaver_innovations.compaction import CompactionResult
-from rootweaver_innovations.corpus import load_qa_rows
-from rootweaver_innovations.retrieval import BM25Retriever
+from rootweaver_capabilities.cli.main import main
+from rootweaver_innovations.compaction.line import CompactionResult
+from rootweaver_innovations.documents.corpus import load_qa_rows
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 
 HOTPOT = "hotpotqa.jsonl.gz"
 

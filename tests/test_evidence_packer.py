@@ -13,13 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import budgets, candidate_lists, queries
 
-from rootweaver_innovations.evidence import EvidenceParams, ProblemFeatures, score
-from rootweaver_innovations.evidence.features import _holders, _lead_entity
-from rootweaver_innovations.packing import POLICIES, Budget, Candidate, EvidenceModel, fact_candidates, pack
-from rootweaver_innovations.packing.evidence_policy import _cover, evidence_policy
-from rootweaver_innovations.packing.knapsack import Knapsack
-from rootweaver_innovations.packing.objective import query_incidence
-from rootweaver_innovations.packing.policies import PackingProblem
+from rootweaver_innovations.compaction.evidence import EvidenceParams, ProblemFeatures, score
+from rootweaver_innovations.compaction.evidence.features import _holders, _lead_entity
+from rootweaver_innovations.compaction.packing import POLICIES, Budget, Candidate, EvidenceModel, fact_candidates, pack
+from rootweaver_innovations.compaction.packing.evidence_policy import _cover, evidence_policy
+from rootweaver_innovations.compaction.packing.knapsack import Knapsack
+from rootweaver_innovations.compaction.packing.objective import query_incidence
+from rootweaver_innovations.compaction.packing.policies import PackingProblem
 from rootweaver_innovations.records import Fact
 
 
@@ -224,7 +224,7 @@ def test_fact_candidates_fill_every_field_by_name_and_pass_validation():
 
 
 def test_chunks_of_one_titled_part_of_a_file_are_one_document_to_the_packers():
-    from rootweaver_innovations.corpus import Source
+    from rootweaver_innovations.documents.corpus import Source
 
     a0, a1 = Source("a.txt", position=0, next="a.txt#1"), Source("a.txt", position=1, prev="a.txt#0")
     facts = [Fact("a.txt#0", "Das Damen", "Das Damen was a band.", 0, source=a0),

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.corpus import Passage, split_sentences
-from rootweaver_innovations.hops import (
+from rootweaver_innovations.documents.corpus import Passage, split_sentences
+from rootweaver_innovations.loop.hops import (
     REASON_COMPARISON,
     REASON_FILL,
     REASON_QUESTION,
@@ -22,13 +22,13 @@ from rootweaver_innovations.hops import (
     load_hop_policy,
     title_keys,
 )
-from rootweaver_innovations.multihop import (
+from rootweaver_innovations.loop.multihop import (
     STOP_MAX_HOPS,
     STOP_NO_NEW_EVIDENCE,
     STOP_PASSAGE_BUDGET,
     MultiHopRAG,
 )
-from rootweaver_innovations.retrieval import BM25Retriever
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 
 REASONS = {REASON_QUESTION, REASON_COMPARISON, REASON_QUESTION_ENTITY, REASON_TITLE_LINK, REASON_SPAN, REASON_FILL}
 GOLDEN_COVERAGE = Path(__file__).resolve().parents[1] / "evals" / "golden" / "trajectories_coverage.json"
@@ -163,7 +163,7 @@ def test_bad_policy_construction_raises(demo_retriever, kw):
 
 
 def test_link_values_score_the_linked_rows_against_their_source(demo_retriever):
-    from rootweaver_innovations.hops import _link_values
+    from rootweaver_innovations.loop.hops import _link_values
 
     index = TitleIndex(demo_retriever.passages)
     query = "Ebla vizier Ibrium Ishar Damu"

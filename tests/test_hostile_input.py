@@ -21,10 +21,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rootweaver_capabilities.cli import main
+from rootweaver_capabilities.cli.main import main
 from rootweaver_capabilities.config import MAX_CONFIG_BYTES, ConfigError, MultiHopConfig, knob_reference
-from rootweaver_innovations.corpus import CorpusError, load_corpus_jsonl, load_qa_rows
-from rootweaver_innovations.demo import load_questions
+from rootweaver_innovations.documents.corpus import CorpusError, load_corpus_jsonl, load_qa_rows
+from rootweaver_innovations.documents.demo import load_questions
 
 from strategies import ALIAS_BOMB, config_mappings, config_texts, deep_nesting, json_values, qa_rows_with_a_hole
 
@@ -326,7 +326,7 @@ def test_non_utf8_corpus_and_bad_gzip_name_file_and_line(tmp_path):
 def test_the_cli_exits_2_with_one_line_and_no_traceback(tmp_path, name, content, argv):
     path = tmp_path / name
     path.write_bytes(content)
-    proc = subprocess.run([sys.executable, "-m", "rootweaver_capabilities.cli", *argv, str(path)],
+    proc = subprocess.run([sys.executable, "-m", "rootweaver_capabilities.cli.main", *argv, str(path)],
                           cwd=REPO, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("rootweaver: error: ") and proc.stderr.count("\n") == 1, proc.stderr

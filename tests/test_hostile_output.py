@@ -37,8 +37,8 @@ from test_llm_faults import (
     _response,
 )
 
-from rootweaver_capabilities.cli import main
-from rootweaver_capabilities.llm import (
+from rootweaver_capabilities.cli.main import main
+from rootweaver_capabilities.readers.llm import (
     LLMNullContentError,
     LLMReplyTooLargeError,
     LLMSynthesizer,
@@ -46,8 +46,8 @@ from rootweaver_capabilities.llm import (
     redact,
     scrub,
 )
-from rootweaver_capabilities.safe_output import UNSAFE, json_text, terminal_safe
-from rootweaver_innovations.context_format import SynthContext
+from rootweaver_capabilities.cli.safe_output import UNSAFE, json_text, terminal_safe
+from rootweaver_innovations.compaction.synth_context import SynthContext
 
 HOSTILE = "\x1b[31mred\x1b[0m \x07bell \x00nul \x7fdel \x85nel \x9b31m \u202eevil\u202c \u2066iso\u2069 \u2028ls \u2029ps"
 KEY = "sk-live-Zx9/Qa+7Lm3=Tt0_Rr8-Ww5"

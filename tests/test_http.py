@@ -18,10 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from rootweaver_capabilities.answering import MAX_VARIANTS, Answerer, AskOptions, Refusal
+from rootweaver_capabilities.serving.answerer import MAX_VARIANTS, Answerer, AskOptions, Refusal
 from rootweaver_capabilities.config import MultiHopConfig
-from rootweaver_innovations.extractive import extractive_synthesizer
-from rootweaver_innovations.multihop import Answer
+from rootweaver_innovations.answer_rules.extractive import extractive_synthesizer
+from rootweaver_innovations.loop.multihop import Answer
 from servers import DEMO, REPO, free_port, start, stop, write_config
 
 
@@ -35,7 +35,7 @@ def server(tmp_path_factory):
 
 def ask_json(question: str) -> dict:
     """What `rootweaver ask --reader none --json` prints for ``question``."""
-    out = subprocess.run([sys.executable, "-m", "rootweaver_capabilities.cli", "ask", question, "--reader", "none",
+    out = subprocess.run([sys.executable, "-m", "rootweaver_capabilities.cli.main", "ask", question, "--reader", "none",
                           "--json"], env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True,
                          timeout=60, check=True)
     return json.loads(out.stdout)
@@ -154,7 +154,7 @@ def test_two_workers_serve_from_two_processes(tmp_path):
 def test_serve_usage_errors_are_one_line():
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     for args in (["--http", "99999"], ["--workers", "2"], ["--http", "8080", "--stdin"]):
-        r = subprocess.run([sys.executable, "-m", "rootweaver_capabilities.cli", "serve", *args], env=env,
+        r = subprocess.run([sys.executable, "-m", "rootweaver_capabilities.cli.main", "serve", *args], env=env,
                            capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stderr.startswith("rootweaver: error:"), args
 
@@ -231,7 +231,7 @@ def test_variants_are_built_from_the_config_and_bounded():
 
 
 def test_on_hop_sees_every_hop_in_order(demo_retriever):
-    from rootweaver_innovations.multihop import MultiHopRAG
+    from rootweaver_innovations.loop.multihop import MultiHopRAG
 
     seen = []
     result = MultiHopRAG(demo_retriever).multi_hop_search(DEMO, on_hop=seen.append)

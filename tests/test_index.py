@@ -14,16 +14,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rootweaver_capabilities.cli import main
+from rootweaver_capabilities.cli.main import main
 from rootweaver_capabilities.config import ConfigError, MultiHopConfig
 from rootweaver_capabilities.capability import MultiHopCapability, RequestContext
-from rootweaver_innovations.bm25_matrix import build_matrix
-from rootweaver_innovations.corpus import CorpusError, Passage, load_corpus_jsonl
-from rootweaver_innovations.demo import DEMO_CORPUS
-from rootweaver_innovations.index import FORMAT_VERSION, IndexFormatError, build_index, open_index
-from rootweaver_innovations.multihop import MultiHopRAG
-from rootweaver_innovations.titles import TITLE_FILES
-from rootweaver_innovations.retrieval import (
+from rootweaver_innovations.retrieval.bm25_matrix import build_matrix
+from rootweaver_innovations.documents.corpus import CorpusError, Passage, load_corpus_jsonl
+from rootweaver_innovations.documents.demo import DEMO_CORPUS
+from rootweaver_innovations.retrieval.index import FORMAT_VERSION, IndexFormatError, build_index, open_index
+from rootweaver_innovations.loop.multihop import MultiHopRAG
+from rootweaver_innovations.loop.titles import TITLE_FILES
+from rootweaver_innovations.retrieval.retrievers import (
     EMPTY_TOKEN,
     BM25Retriever,
     bm25_tokenize,
@@ -195,7 +195,7 @@ def test_damaged_files_and_another_corpus_are_refused(demo_index, tmp_path):
 
 
 def test_a_tokenizer_change_in_the_code_is_refused(demo_index, monkeypatch):
-    from rootweaver_innovations import index as index_module
+    from rootweaver_innovations.retrieval import index as index_module
 
     monkeypatch.setattr(index_module, "tokenizer_settings", lambda: {"pattern": "changed"})
     with pytest.raises(IndexFormatError, match="other tokenizer settings"):

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rootweaver_capabilities.cli import main
-from rootweaver_innovations.demo import DEMO_CORPUS
-from rootweaver_innovations.index import build_index, open_index, verify_index
+from rootweaver_capabilities.cli.main import main
+from rootweaver_innovations.documents.demo import DEMO_CORPUS
+from rootweaver_innovations.retrieval.index import build_index, open_index, verify_index
 
 
 @pytest.fixture(scope="module")

@@ -17,18 +17,18 @@ from langchain_core.retrievers import BaseRetriever  # noqa: E402
 from langchain_tests.integration_tests import RetrieversIntegrationTests  # noqa: E402
 from pydantic import ConfigDict  # noqa: E402
 
-from rootweaver_capabilities.langchain_adapters import (  # noqa: E402
+from rootweaver_capabilities.adapters.langchain import (  # noqa: E402
     LangChainHopRetriever,
     LineCompactorCompressor,
     MultiHopRetriever,
     document_to_passage,
 )
 from rootweaver_innovations.records import format_fact  # noqa: E402
-from rootweaver_innovations.corpus import Passage  # noqa: E402
-from rootweaver_innovations.demo import demo_passages  # noqa: E402
-from rootweaver_innovations.packing import Budget
-from rootweaver_innovations.multihop import MultiHopRAG  # noqa: E402
-from rootweaver_innovations.retrieval import BM25Retriever  # noqa: E402
+from rootweaver_innovations.documents.corpus import Passage  # noqa: E402
+from rootweaver_innovations.documents.demo import demo_passages  # noqa: E402
+from rootweaver_innovations.compaction.packing import Budget
+from rootweaver_innovations.loop.multihop import MultiHopRAG  # noqa: E402
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever  # noqa: E402
 
 QUESTION = "Between Harvey Pekar and Denise Levertov who was born earlier?"
 

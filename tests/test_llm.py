@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_capabilities.llm import (
+from rootweaver_capabilities.readers.llm import (
     TOKENIZER_ENV,
     LLMRequestError,
     LLMResponseError,
@@ -26,7 +26,7 @@ from rootweaver_capabilities.llm import (
     resolve_token_counter,
 )
 from evals.scoring import gold_line_ids, score_ebg
-from rootweaver_capabilities.prompts import (
+from rootweaver_capabilities.readers.prompts import (
     EvidenceReply,
     MalformedReplyError,
     answer_only_messages,
@@ -36,11 +36,11 @@ from rootweaver_capabilities.prompts import (
     parse_answer_only,
     parse_evidence_reply,
 )
-from rootweaver_innovations.budget import QwenTokenCounter
-from rootweaver_innovations.context_format import SynthContext
-from rootweaver_innovations.extractive import extractive_answer
+from rootweaver_innovations.compaction.budget import QwenTokenCounter
+from rootweaver_innovations.compaction.synth_context import SynthContext
+from rootweaver_innovations.answer_rules.extractive import extractive_answer
 from rootweaver_innovations.records import Fact
-from rootweaver_innovations.strategies import make_compactor
+from rootweaver_innovations.compaction.strategies import make_compactor
 
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "Who wrote Dune?"}]
 FACTS = (Fact("d", "Dune", "Dune is a 1965 novel by Frank Herbert.", 0, 0, "Dune author"),
@@ -386,15 +386,3 @@ def test_score_ebg_strict_evidence():
     # no gold line in the context: Evid cannot be true
     assert not score_ebg("x", ["x"], [1], []).evid
     assert not score_ebg("nothing", ["no"], [1], [1]).ans and score_ebg("No.", ["no"], [1], [1]).joint
-
-
-def test_vllm_module_is_lazy_and_names_the_extra():
-    import importlib
-    import importlib.util
-    import sys
-
-    module = importlib.import_module("rootweaver_capabilities.vllm_offline")
-    assert "vllm" not in sys.modules  # importing the module never loads vLLM (CPU paths stay clean)
-    if importlib.util.find_spec("vllm") is None:
-        with pytest.raises(ImportError, match=r"rootweaver\[vllm\]"):
-            module.VLLMBatchGenerator("/models/none")

@@ -29,15 +29,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from rootweaver_capabilities import MultiHopCapability, MultiHopConfig, RequestContext
-from rootweaver_capabilities.cli import main
-from rootweaver_capabilities.llm import LLMSynthesizer, OpenAIChatClient, scrub
-from rootweaver_innovations.comparison import choice_options
-from rootweaver_innovations.demo import demo_passages, load_questions
-from rootweaver_innovations.extractive import extractive_answer
-from rootweaver_innovations.context_format import SynthContext
+from rootweaver_capabilities.cli.main import main
+from rootweaver_capabilities.readers.llm import LLMSynthesizer, OpenAIChatClient, scrub
+from rootweaver_innovations.answer_rules.comparison import choice_options
+from rootweaver_innovations.documents.demo import demo_passages, load_questions
+from rootweaver_innovations.answer_rules.extractive import extractive_answer
+from rootweaver_innovations.compaction.synth_context import SynthContext
 from rootweaver_innovations.records import Fact
-from rootweaver_innovations.packing import QwenTokenCounter
-from rootweaver_innovations.retrieval import BM25Retriever
+from rootweaver_innovations.compaction.packing import QwenTokenCounter
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 
 KEY = "sk-test-4f7d1c9a0b2e6d8f"
 DEADLINE_S = 1.5

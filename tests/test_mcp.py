@@ -23,7 +23,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 def server_params(config: Path) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable,
-                                 args=["-m", "rootweaver_capabilities.cli", "mcp", "--config", str(config)],
+                                 args=["-m", "rootweaver_capabilities.cli.main", "mcp", "--config", str(config)],
                                  env={**os.environ, "PYTHONPATH": str(REPO)})
 
 
@@ -59,7 +59,7 @@ def test_sdk_client_over_stdio(tmp_path):
 @pytest.fixture
 def mcp_http(tmp_path):
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "rootweaver_capabilities.cli", "mcp", "--http", str(port),
+    proc = subprocess.Popen([sys.executable, "-m", "rootweaver_capabilities.cli.main", "mcp", "--http", str(port),
                              "--config", str(write_config(tmp_path))], env={**os.environ, "PYTHONPATH": str(REPO)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 20

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.packing.candidates import _TEXT_TERMS, text_terms
+from rootweaver_innovations.compaction.packing.candidates import _TEXT_TERMS, text_terms
 from rootweaver_innovations.memo import Memo
 
 

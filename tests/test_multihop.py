@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.compaction import CompactionRequest, LineCompactor
-from rootweaver_innovations.multihop import (
+from rootweaver_innovations.compaction.line import CompactionRequest, LineCompactor
+from rootweaver_innovations.loop.multihop import (
     STOP_ALL_ANSWERED,
     STOP_MAX_HOPS,
     STOP_NO_NEW_EVIDENCE,
@@ -16,10 +16,10 @@ from rootweaver_innovations.multihop import (
     RuleDecomposer,
     is_answered,
 )
-from rootweaver_innovations.extractive import answer_span, extractive_answer
+from rootweaver_innovations.answer_rules.extractive import answer_span, extractive_answer
 from rootweaver_innovations.records import Fact
-from rootweaver_innovations.budget import Budget
-from rootweaver_innovations.strategies import make_compactor, strategy_names
+from rootweaver_innovations.compaction.budget import Budget
+from rootweaver_innovations.compaction.strategies import make_compactor, strategy_names
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.packing import Budget, Header, SubmodularObjective, SubmodularWeights
-from rootweaver_innovations.packing.knapsack import Knapsack
-from rootweaver_innovations.packing.greedy import lazy_greedy, plain_greedy
+from rootweaver_innovations.compaction.packing import Budget, Header, SubmodularObjective, SubmodularWeights
+from rootweaver_innovations.compaction.packing.knapsack import Knapsack
+from rootweaver_innovations.compaction.packing.greedy import lazy_greedy, plain_greedy
 from strategies import budgets, objective_inputs, words
 
 BOUND = (1 - 1 / math.e) / 2

@@ -12,15 +12,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.compaction import CompactionRequest
-from rootweaver_innovations.context_format import SynthContext
-from rootweaver_innovations.packing import Budget, Similarity, pack, tfidf_similarity
-from rootweaver_innovations.packing import objective as objective_module
-from rootweaver_innovations.packing import policies as policies_module
-from rootweaver_innovations.packing import similarity as similarity_module
+from rootweaver_innovations.compaction.line import CompactionRequest
+from rootweaver_innovations.compaction.synth_context import SynthContext
+from rootweaver_innovations.compaction.packing import Budget, Similarity, pack, tfidf_similarity
+from rootweaver_innovations.compaction.packing import objective as objective_module
+from rootweaver_innovations.compaction.packing import policies as policies_module
+from rootweaver_innovations.compaction.packing import similarity as similarity_module
 from rootweaver_innovations.text import bm25_tokenize
 from rootweaver_innovations.records import Fact
-from rootweaver_innovations.strategies import InputCap, InputTooLargeError, make_compactor, strategy_names
+from rootweaver_innovations.compaction.strategies import InputCap, InputTooLargeError, make_compactor, strategy_names
 
 from strategies import budgets, candidate_lists, compaction_requests, queries, words
 

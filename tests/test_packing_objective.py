@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.packing.objective import (
+from rootweaver_innovations.compaction.packing.objective import (
     SCALE,
     DiversityTerm,
     QueryCoverageTerm,
@@ -163,14 +163,14 @@ def test_objective_rejects_mismatched_inputs():
 def test_similarity_docstring_examples():
     import doctest
 
-    from rootweaver_innovations.packing import similarity
+    from rootweaver_innovations.compaction.packing import similarity
 
     result = doctest.testmod(similarity)
     assert result.attempted >= 2 and result.failed == 0
 
 
 def test_similarity_records_are_validated_and_dense_clips_negatives():
-    from rootweaver_innovations.packing import Similarity, dense_similarity
+    from rootweaver_innovations.compaction.packing import Similarity, dense_similarity
 
     # orthogonal and opposite vectors: cosines 0 and -1 -> clipped to 0; self = 1
     s = dense_similarity(np.array([[1.0, 0.0], [0.0, 2.0], [-1.0, 0.0]])).matrix

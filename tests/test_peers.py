@@ -15,7 +15,7 @@ from langchain_core.embeddings import DeterministicFakeEmbedding  # noqa: E402
 from llama_index.core.embeddings import MockEmbedding  # noqa: E402
 
 from evals.peers import PEER_POLICIES, _parse_windows, langchain_order, llamaindex_order, register_peers  # noqa: E402
-from rootweaver_innovations.packing import POLICIES, Budget, Candidate, pack  # noqa: E402
+from rootweaver_innovations.compaction.packing import POLICIES, Budget, Candidate, pack  # noqa: E402
 
 TEXTS = [
     "Paris is the capital of France.",

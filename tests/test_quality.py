@@ -46,7 +46,7 @@ def test_gate_fails_outside_band_and_is_invalid_when_degraded():
 
 @pytest.mark.parametrize("kwargs", [{"runs": 0}, {"runs": 2, "temperature": 0.0}, {"mode": "essay"}, {"rows": []}])
 def test_run_quality_rejects_settings_before_any_call(kwargs):
-    from rootweaver_innovations.corpus import Passage, QARow
+    from rootweaver_innovations.documents.corpus import Passage, QARow
 
     qa = QARow("q", "Who?", "A", (Passage("p", "T", ("A is here.",)),), ("T",), ())
     rows = kwargs.pop("rows", [qa])
@@ -56,7 +56,7 @@ def test_run_quality_rejects_settings_before_any_call(kwargs):
 
 def test_select_questions_skips_yes_no_and_cited_lines_score_against_gold_facts():
     from evals.quality import _cited_pr, select_questions
-    from rootweaver_innovations.corpus import Passage, QARow
+    from rootweaver_innovations.documents.corpus import Passage, QARow
 
     qa = QARow("q", "Who wrote Dune?", "Frank Herbert",
                (Passage("p1", "Dune", ("Dune is a novel.", "It was written by Frank Herbert.")),
@@ -73,13 +73,13 @@ def test_select_questions_skips_yes_no_and_cited_lines_score_against_gold_facts(
 
 def test_evidence_scores_are_strict():
     from evals.quality import _ebg
-    from rootweaver_innovations.corpus import Passage, QARow
+    from rootweaver_innovations.documents.corpus import Passage, QARow
 
     qa = QARow("q", "Who wrote Dune?", "Frank Herbert",
                (Passage("p1", "Dune", ("Dune is a novel.", "It was written by Frank Herbert.")),
                 Passage("p2", "Herbert", ("Frank Herbert was born in Tacoma.",))),
                ("Dune", "Herbert"), (("Dune", 1), ("Herbert", 0)))
-    from rootweaver_innovations.context_format import SynthContext
+    from rootweaver_innovations.compaction.synth_context import SynthContext
     from rootweaver_innovations.records import Fact
 
     facts = (Fact("p1", "Dune", "Dune is a novel.", 0), Fact("p1", "Dune", "It was written by Frank Herbert.", 1),

@@ -13,8 +13,8 @@ import re
 
 from test_llm_faults import FaultServer, _completion, _response, hang
 
-from rootweaver_capabilities.cli import main
-from rootweaver_capabilities.reader_clock import (
+from rootweaver_capabilities.cli.main import main
+from rootweaver_capabilities.readers.clock import (
     TimedSynthesizer,
     deadline_note,
     load_reader,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rootweaver_capabilities.reader_models import (
+from rootweaver_capabilities.readers.models import (
     DEFAULT_READER,
     INSTALL_HINT,
     LLAMA_CPP_CMAKE_ARGS,

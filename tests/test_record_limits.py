@@ -16,14 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rootweaver_capabilities.cli import main
+from rootweaver_capabilities.cli.main import main
 from rootweaver_capabilities.config import MultiHopConfig
-from rootweaver_innovations.corpus import (
+from rootweaver_innovations.documents.corpus import (
     MAX_RECORD_BYTES,
     CorpusError,
     load_corpus_jsonl,
 )
-from rootweaver_innovations.index import build_index
+from rootweaver_innovations.retrieval.index import build_index
 
 
 def _line(pid: str, size: int) -> bytes:

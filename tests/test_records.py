@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.corpus import Passage, split_sentences
+from rootweaver_innovations.documents.corpus import Passage, split_sentences
 from rootweaver_innovations.records import MIN_OVERLAP_WORDS, Fact, facts_from_passages, join_records, with_subjects
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rootweaver_innovations.corpus import Passage
+from rootweaver_innovations.documents.corpus import Passage
 from evals.rerank import (
     BiEncoderScorer,
     BM25TermVectors,
@@ -13,7 +13,7 @@ from evals.rerank import (
     TwoStageRetriever,
     passage_text,
 )
-from rootweaver_innovations.retrieval import BM25Retriever
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 
 WORDS = "river bridge castle mountain harbour forest valley tower island canal".split()
 

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.corpus import Passage
-from rootweaver_innovations.bm25_matrix import IDFS, build_matrix
-from rootweaver_innovations.retrieval import BM25Retriever, rrf_fuse, top_k_indices
+from rootweaver_innovations.documents.corpus import Passage
+from rootweaver_innovations.retrieval.bm25_matrix import IDFS, build_matrix
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever, rrf_fuse, top_k_indices
 from rootweaver_innovations.text import bm25_tokenize
 
 
@@ -83,8 +83,8 @@ def test_backends_rank_alike_on_demo_corpus(demo_passages, golden_questions):
 @pytest.mark.slow
 def test_dense_and_hybrid_retrieval_find_gold(demo_passages, golden_questions):
     pytest.importorskip("sentence_transformers")
-    from rootweaver_innovations.embeddings import MiniLMEmbedder
-    from rootweaver_innovations.retrieval import DenseRetriever, HybridRetriever
+    from rootweaver_innovations.retrieval.embeddings import MiniLMEmbedder
+    from rootweaver_innovations.retrieval.retrievers import DenseRetriever, HybridRetriever
 
     emb = MiniLMEmbedder()
     small = [p for p in demo_passages][:200]

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.packing import (
+from rootweaver_innovations.compaction.packing import (
     POLICIES,
     Budget,
     Candidate,
@@ -24,7 +24,7 @@ from rootweaver_innovations.packing import (
     pack,
     register_policy,
 )
-from rootweaver_innovations.packing.selection import (
+from rootweaver_innovations.compaction.packing.selection import (
     REASON_BUDGET,
     REASON_DUPLICATE_ID,
     REASON_DUPLICATE_TEXT,
@@ -274,8 +274,8 @@ def test_baselines_follow_their_rules():
 
 
 def test_public_api_is_pinned():
-    import rootweaver_innovations.packing as packing
-    import rootweaver_innovations.packing.selection as selection
+    import rootweaver_innovations.compaction.packing as packing
+    import rootweaver_innovations.compaction.packing.selection as selection
 
     assert sorted(packing.__all__) == sorted([
         "Budget", "Candidate", "ConflictingCandidateError", "EvidenceModel", "EvidenceParams", "Header", "Omission",
@@ -289,7 +289,7 @@ def test_public_api_is_pinned():
     }
 
 
-@pytest.mark.parametrize("first", ["rootweaver_innovations.packing.selection", "rootweaver_innovations.packing.policies"])
+@pytest.mark.parametrize("first", ["rootweaver_innovations.compaction.packing.selection", "rootweaver_innovations.compaction.packing.policies"])
 def test_modules_import_in_either_order(first):
-    code = f"import {first}; import rootweaver_innovations.packing as p; [getattr(p, n) for n in p.__all__]"
+    code = f"import {first}; import rootweaver_innovations.compaction.packing as p; [getattr(p, n) for n in p.__all__]"
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from rootweaver_capabilities.config import ConfigError, MultiHopConfig, SphinxQLConfig
-from rootweaver_capabilities.sphinxql import SphinxQLError, SphinxQLRetriever, _bm25, parse_nodes, write_node_configs
+from rootweaver_capabilities.cluster.sphinxql import SphinxQLError, SphinxQLRetriever, _bm25, parse_nodes, write_node_configs
 
 
 def test_config_section_and_hosts_rule():

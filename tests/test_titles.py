@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 
 from rootweaver_capabilities.assembly import build_retriever
 from rootweaver_capabilities.config import MultiHopConfig
-from rootweaver_innovations import titles as titles_module
-from rootweaver_innovations.corpus import Passage
-from rootweaver_innovations.demo import DEMO_CORPUS
-from rootweaver_innovations.index import IndexFormatError, build_index, open_index
-from rootweaver_innovations.multihop import MultiHopRAG
-from rootweaver_innovations.retrieval import BM25Retriever
-from rootweaver_innovations.titles import (
+from rootweaver_innovations.loop import titles as titles_module
+from rootweaver_innovations.documents.corpus import Passage
+from rootweaver_innovations.documents.demo import DEMO_CORPUS
+from rootweaver_innovations.retrieval.index import IndexFormatError, build_index, open_index
+from rootweaver_innovations.loop.multihop import MultiHopRAG
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever
+from rootweaver_innovations.loop.titles import (
     TITLE_FILES,
     TitleArrays,
     TitleBatch,
@@ -106,7 +106,7 @@ def test_a_person_titled_by_an_id_is_also_indexed_under_the_nicknames_of_the_fir
 
 
 def test_an_id_title_the_text_does_not_repeat_is_indexed_under_the_lead_subject_names():
-    from rootweaver_innovations.corpus import Source
+    from rootweaver_innovations.documents.corpus import Source
 
     passages = [Passage("p1", "doc-p1", ("Ernst Waldfried Josef Mach (18 February 1838 - 1916) taught in Prague.",)),
                 Passage("p2", "doc-p2", ("Prague is a city.",)),
@@ -121,8 +121,8 @@ def test_an_id_title_the_text_does_not_repeat_is_indexed_under_the_lead_subject_
 
 
 def test_an_id_title_is_left_out_of_the_fact_line_and_its_records_are_one_document():
-    from rootweaver_innovations.corpus import Source
-    from rootweaver_innovations.packing import fact_candidates
+    from rootweaver_innovations.documents.corpus import Source
+    from rootweaver_innovations.compaction.packing import fact_candidates
     from rootweaver_innovations.records import facts_from_passages
 
     passages = [Passage("w0", "doc-9f.txt", ("Ibrium was the vizier of Ebla.", "He served")),

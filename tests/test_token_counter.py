@@ -12,7 +12,7 @@ from tokenizers import Tokenizer
 from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import Whitespace
 
-from rootweaver_innovations.packing import QwenTokenCounter, default_token_counter
+from rootweaver_innovations.compaction.packing import QwenTokenCounter, default_token_counter
 
 DATA = Path(__file__).resolve().parent.parent / "evals" / "data" / "hotpotqa.jsonl.gz"
 

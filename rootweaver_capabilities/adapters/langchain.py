@@ -22,17 +22,17 @@ try:
     from langchain_core.retrievers import BaseRetriever
     from pydantic import ConfigDict, Field, field_validator
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError("rootweaver_capabilities.langchain_adapters needs the 'langchain' extra: "
+    raise ImportError("rootweaver_capabilities.adapters.langchain needs the 'langchain' extra: "
                       "pip install 'rootweaver[langchain]'") from exc
 
-from rootweaver_innovations.budget import Budget
-from rootweaver_innovations.compaction import CompactionRequest, LineCompactor
-from rootweaver_innovations.context_format import SynthContext
-from rootweaver_innovations.corpus import Passage, split_sentences
-from rootweaver_innovations.multihop import MultiHopRAG
+from rootweaver_innovations.compaction.budget import Budget
+from rootweaver_innovations.compaction.line import CompactionRequest, LineCompactor
+from rootweaver_innovations.compaction.synth_context import SynthContext
+from rootweaver_innovations.documents.corpus import Passage, split_sentences
+from rootweaver_innovations.loop.multihop import MultiHopRAG
 from rootweaver_innovations.records import facts_from_passages
 from rootweaver_innovations.text import reasoning_key_terms
-from rootweaver_innovations.retrieval import ScoredPassage
+from rootweaver_innovations.retrieval.retrievers import ScoredPassage
 
 __all__ = ["LangChainHopRetriever", "LineCompactorCompressor", "MultiHopRetriever", "document_to_passage"]
 
@@ -87,7 +87,7 @@ class LineCompactorCompressor(BaseDocumentCompressor):
 
     Each document's sentences become facts (lines ``"<title> | <sentence>"``, no hop
     headers); the query's key terms play the open sub-query terms (band 0); the
-    :class:`~rootweaver_innovations.compaction.LineCompactor` keeps facts within ``max_chars``
+    :class:`~rootweaver_innovations.compaction.line.LineCompactor` keeps facts within ``max_chars``
     (newlines included). Returned: the documents that kept at least
     one sentence, in input order, with ``page_content`` = their kept sentences joined by
     spaces and the input metadata plus ``kept_sentences`` (indices) and

@@ -1,5 +1,5 @@
 """What ``rootweaver batch``'s parser and error handling need, without the batch machinery:
-the default chunk size and the error that ends a batch (:mod:`rootweaver_capabilities.batch`
+the default chunk size and the error that ends a batch (:mod:`rootweaver_capabilities.batch.run`
 imports the capability and the config; this module imports nothing)."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 :func:`run_on_ray` connects to a running cluster, starts one actor per CPU (or
 ``workers``), spread over the nodes; each actor builds the capability once
-(:func:`rootweaver_capabilities.batch._capability`: the index opened from the configured
+(:func:`rootweaver_capabilities.batch.run._capability`: the index opened from the configured
 path, the reader loaded). The driver keeps two chunks in flight per actor and hands each
 result to ``deliver`` (the driver's only writer); ``summary.per_node`` counts the questions
 each node answered (by node id prefix).
@@ -12,7 +12,7 @@ actor died (its node was lost, its process killed), the actor is dropped and the
 put back at the head of the queue for the surviving actors. Ray's own restart
 (``max_restarts``/``max_task_retries``) is deliberately not used: with one CPU per node, a
 restarted actor would wait for a CPU that the surviving actor holds, and the batch would
-hang. The driver's de-duplication (:class:`rootweaver_capabilities.batch._Writer`) makes a
+hang. The driver's de-duplication (:class:`rootweaver_capabilities.batch.run._Writer`) makes a
 resubmitted chunk harmless even if its first delivery also arrived.
 """
 
@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .batch_work import BatchError, BatchSummary, _answer_chunk, _capability
+from rootweaver_capabilities.batch.work import BatchError, BatchSummary, _answer_chunk, _capability
 
 __all__ = ["run_on_ray"]
 
@@ -48,7 +48,7 @@ def run_on_ray(address: str, mapping: dict[str, Any], source: str, chunks: list[
                workers: int | None = None) -> None:
     """Answer ``chunks`` on the Ray cluster at ``address`` (see the module docstring).
 
-    Raises :class:`~rootweaver_capabilities.batch.BatchError` when Ray is not installed, no
+    Raises :class:`~rootweaver_capabilities.batch.run.BatchError` when Ray is not installed, no
     cluster answers at ``address``, or every actor died (the last actor error is named).
     """
     try:

@@ -40,8 +40,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .batch_base import CHUNK
-from .batch_work import (
+from rootweaver_capabilities.batch.base import CHUNK
+from rootweaver_capabilities.batch.work import (
     BatchError,
     BatchInputError,
     BatchSummary,
@@ -52,8 +52,8 @@ from .batch_work import (
     done_ids,
     read_questions,
 )
-from .capability import MultiHopCapability
-from .config import MultiHopConfig
+from rootweaver_capabilities.capability import MultiHopCapability
+from rootweaver_capabilities.config import MultiHopConfig
 
 __all__ = [
     "BatchError",
@@ -156,7 +156,7 @@ def run_batch(
         if todo:
             mapping, source = config.to_mapping(), config.source
             if ray_address is not None:
-                from .batch_ray import run_on_ray
+                from rootweaver_capabilities.batch.ray_pool import run_on_ray
 
                 run_on_ray(ray_address, mapping, source, list(_chunks(todo, chunk)), writer.deliver, summary,
                            workers=None if workers == 1 else workers)

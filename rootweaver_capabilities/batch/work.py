@@ -1,5 +1,5 @@
 """The pieces of a batch every worker runs, local or on Ray: the records, one chunk's answers,
-and the worker's capability (see :mod:`rootweaver_capabilities.batch` for the contract)."""
+and the worker's capability (see :mod:`rootweaver_capabilities.batch.run` for the contract)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .batch_base import BatchError
-from .capability import MultiHopCapability, RequestContext
-from .config import MultiHopConfig
-from .result_json import result_record
+from rootweaver_capabilities.batch.base import BatchError
+from rootweaver_capabilities.capability import MultiHopCapability, RequestContext
+from rootweaver_capabilities.config import MultiHopConfig
+from rootweaver_capabilities.result_json import result_record
 
 __all__ = ["BatchError", "BatchInputError", "BatchSummary", "Question", "answer_question", "done_ids", "read_questions"]
 
@@ -132,7 +132,7 @@ def _answer_chunk(capability: MultiHopCapability, chunk: Sequence[tuple[str, str
 
 def _capability(config_mapping: dict[str, Any], source: str) -> MultiHopCapability:
     """The worker's capability, its reader loaded before the first question."""
-    from .assembly import build_synthesizer
+    from rootweaver_capabilities.assembly import build_synthesizer
 
     config = MultiHopConfig.from_mapping(config_mapping, source=source)
     synthesizer = build_synthesizer(config)

@@ -26,16 +26,16 @@ from rootweaver_innovations.defaults import (
     OVERLAP_TOKENS,
 )
 
-from .argtypes import OneLineParser, host_port, positive_int
-from .batch_base import CHUNK, BatchError
-from .interrupts import Interrupted, signals_as_exceptions
-from .safe_output import json_text, safe_record, terminal_safe
-from .sphinxql_cli import add_export_parser
+from rootweaver_capabilities.cli.argtypes import OneLineParser, host_port, positive_int
+from rootweaver_capabilities.batch.base import CHUNK, BatchError
+from rootweaver_capabilities.cli.interrupts import Interrupted, signals_as_exceptions
+from rootweaver_capabilities.cli.safe_output import json_text, safe_record, terminal_safe
+from rootweaver_capabilities.cluster.export import add_export_parser
 
 if TYPE_CHECKING:
-    from rootweaver_innovations.documents import SkippedFile
+    from rootweaver_innovations.documents.folders import SkippedFile
 
-    from .config import LLMConfig, MultiHopConfig
+    from rootweaver_capabilities.config import LLMConfig, MultiHopConfig
 
 COMMANDS_GROUP = "rootweaver.commands"  # entry points adding subcommands (the evals register `eval`)
 
@@ -47,7 +47,7 @@ class UsageError(ValueError):
 
 
 def _demo_question() -> str:
-    from rootweaver_innovations.demo import load_questions
+    from rootweaver_innovations.documents.demo import load_questions
 
     return next(q.question for q in load_questions() if q.type == "bridge")
 
@@ -84,7 +84,7 @@ def _reader_config(args: argparse.Namespace, llm: LLMConfig) -> LLMConfig:
     else none with a note on stderr saying how to get the reader)."""
     import dataclasses
 
-    from .reader_models import INSTALL_HINT, reader_installed
+    from rootweaver_capabilities.readers.models import INSTALL_HINT, reader_installed
 
     reader = args.reader
     if reader is None:
@@ -112,7 +112,7 @@ def _ask_config(args: argparse.Namespace) -> MultiHopConfig:
     """The default config with the command line's options applied (validated again)."""
     import dataclasses
 
-    from .config import MultiHopConfig
+    from rootweaver_capabilities.config import MultiHopConfig
 
     if args.corpus is not None and not args.corpus.exists():
         raise UsageError(f"--corpus {args.corpus}: file or folder not found")
@@ -137,9 +137,9 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         raise UsageError("the question is empty")
     if args.config is not None:  # --config: the capability answers, as in `batch` and `serve`
         return _ask_configured(args, question)
-    from .assembly import build_rag, build_retriever, build_synthesizer
-    from .reader_clock import TimedSynthesizer, deadline_note, load_reader
-    from .result_json import result_record
+    from rootweaver_capabilities.assembly import build_rag, build_retriever, build_synthesizer
+    from rootweaver_capabilities.readers.clock import TimedSynthesizer, deadline_note, load_reader
+    from rootweaver_capabilities.result_json import result_record
 
     config = _ask_config(args)
     skips = _SkipReport()
@@ -175,7 +175,7 @@ class _SkipReport:
               f"{terminal_safe(skipped.reason, one_line=True)}", file=sys.stderr)
 
     def summary(self, what: str) -> None:
-        from rootweaver_innovations.documents import count_by_reason
+        from rootweaver_innovations.documents.folders import count_by_reason
 
         counts = ", ".join(f"{n} {terminal_safe(reason, one_line=True)}"
                            for reason, n in count_by_reason(self.skipped).items())
@@ -193,8 +193,8 @@ def _chunking_options(parser: argparse.ArgumentParser) -> None:
 def _ask_configured(args: argparse.Namespace, question: str) -> int:
     """``ask --config FILE``: the YAML decides retriever, loop, compaction and reader, so the
     options that would also decide them are refused; the record is ``batch``'s."""
-    from .batch import answer_question, load_config
-    from .capability import MultiHopCapability
+    from rootweaver_capabilities.batch.run import answer_question, load_config
+    from rootweaver_capabilities.capability import MultiHopCapability
 
     given = [f"--{k.replace('_', '-')}" for k, v in vars(args).items()
              if k in _CONFIGURED_BY_FILE and v != _ASK_DEFAULTS[k]]
@@ -214,14 +214,14 @@ _ASK_DEFAULTS: dict[str, object] = {}  # filled by build_parser
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    """With ``--http``: the HTTP service (``rootweaver_capabilities.service``) until stopped.
+    """With ``--http``: the HTTP service (``rootweaver_capabilities.serving.http``) until stopped.
     Otherwise (``--stdin``, the default) answer questions from stdin through the capability,
     one JSON line per question: ``question``, ``answer``, ``method``, ``cited_lines`` and the capability's metadata
     (``multi_hop``). A failing request never ends the loop: a reader failure is already an
     extractive answer with ``multi_hop.answer.error_kind``; any other error is reported
     in ``error`` and the next line is read. Optional /metrics on 127.0.0.1."""
     if args.http is not None:
-        from .service import run
+        from rootweaver_capabilities.serving.http import run
 
         if args.metrics_port is not None or args.user_id is not None:
             raise UsageError("--metrics-port and --user-id are stdin-mode options (with --http: GET /metrics, "
@@ -230,10 +230,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return 0
     if args.workers != 1:
         raise UsageError("--workers needs --http")
-    from .assembly import build_synthesizer
-    from .capability import MultiHopCapability, RequestContext
-    from .config import MultiHopConfig
-    from .metrics import Metrics
+    from rootweaver_capabilities.assembly import build_synthesizer
+    from rootweaver_capabilities.capability import MultiHopCapability, RequestContext
+    from rootweaver_capabilities.config import MultiHopConfig
+    from rootweaver_capabilities.metrics import Metrics
 
     config = MultiHopConfig.from_yaml(args.config)
     synthesizer = build_synthesizer(config)  # a missing reader fails here, once, exit 2
@@ -261,7 +261,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 def _cmd_batch(args: argparse.Namespace) -> int:
     """Run the batch; exit 0 when every question is answered, 1 when some failed (rerun to retry)."""
-    from .batch import BatchInputError, load_config, run_batch
+    from rootweaver_capabilities.batch.run import BatchInputError, load_config, run_batch
 
     if args.ray is not None and args.ray != "auto" and ":" not in args.ray:
         raise BatchInputError(f"--ray must be 'auto' or HOST:PORT of a Ray cluster, got {args.ray!r}")
@@ -278,7 +278,7 @@ def _cmd_batch(args: argparse.Namespace) -> int:
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
     """Serve the MCP tool over stdio (the default) or streamable HTTP until stopped."""
-    from .mcp_server import run
+    from rootweaver_capabilities.serving.mcp import run
 
     run(args.config, args.http)
     return 0
@@ -288,8 +288,8 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     """Build an index; progress on stderr (one rewritten line on a terminal), summary on stdout."""
     import shutil
 
-    from rootweaver_innovations.documents import ChunkingSettings
-    from rootweaver_innovations.index import build_index
+    from rootweaver_innovations.documents.folders import ChunkingSettings
+    from rootweaver_innovations.retrieval.index import build_index
 
     tty, last = sys.stderr.isatty(), [0.0]
 
@@ -326,7 +326,7 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
 def _cmd_index_verify(args: argparse.Namespace) -> int:
     """Check an index fully (structure, ranges, every file's SHA-256, every record); one line,
     exit 0 when sound, exit 2 naming the first damaged file otherwise."""
-    from rootweaver_innovations.index import verify_index
+    from rootweaver_innovations.retrieval.index import verify_index
 
     m = verify_index(args.dir)
     size = sum(f["bytes"] for f in m.files.values())
@@ -336,7 +336,7 @@ def _cmd_index_verify(args: argparse.Namespace) -> int:
 
 def _cmd_index_info(args: argparse.Namespace) -> int:
     """Print a usable index's manifest and file sizes (a refused one exits 2 with the reason)."""
-    from rootweaver_innovations.index import read_manifest
+    from rootweaver_innovations.retrieval.index import read_manifest
 
     m = read_manifest(args.dir)
     sizes = {f: (args.dir / f).stat().st_size if (args.dir / f).is_file() else None

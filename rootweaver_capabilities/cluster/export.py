@@ -24,7 +24,7 @@ __all__ = ["add_export_parser"]
 
 
 def _cmd_export(args: Any) -> int:
-    from .sphinxql import export_corpus, parse_nodes, write_node_configs
+    from rootweaver_capabilities.cluster.sphinxql import export_corpus, parse_nodes, write_node_configs
 
     nodes = parse_nodes(args.nodes)
     if args.conf_dir is not None:
@@ -35,7 +35,7 @@ def _cmd_export(args: Any) -> int:
         return 0
     if args.corpus is None:
         raise ValueError("give CORPUS to load into the running nodes, or --conf-dir DIR to write their configs")
-    from rootweaver_innovations.corpus import load_corpus_jsonl
+    from rootweaver_innovations.documents.corpus import load_corpus_jsonl
 
     import pymysql
 

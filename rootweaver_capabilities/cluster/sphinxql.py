@@ -16,7 +16,7 @@ re-run is idempotent): replication is the exporter's job on Sphinx (Manticore's 
 replication is in ``docs/adr/0002``).
 
 Ranking: document field ``content`` = ``subject + " " + title + " " + text`` (a window's
-file subject, as :func:`~rootweaver_innovations.retrieval.passage_tokens` indexes it) with
+file subject, as :func:`~rootweaver_innovations.retrieval.retrievers.passage_tokens` indexes it) with
 :data:`CHARSET_TABLE` (lowercased letters and digits) and the exact :data:`STOP_WORDS` list,
 lengths counted by the exporter as the local index counts them (attribute ``ntok`` =
 ``len(passage_tokens(p, subject))``). A query is :func:`bm25_tokenize`'s tokens OR-ed
@@ -52,11 +52,11 @@ from pathlib import Path
 from typing import Any
 
 from rootweaver_innovations.text import STOP_WORDS, bm25_tokenize
-from rootweaver_innovations.corpus import Passage
-from rootweaver_innovations.retrieval import ScoredPassage, passage_tokens
-from rootweaver_innovations.titles import file_subjects
+from rootweaver_innovations.documents.corpus import Passage
+from rootweaver_innovations.retrieval.retrievers import ScoredPassage, passage_tokens
+from rootweaver_innovations.loop.titles import file_subjects
 
-from .config import SphinxQLConfig
+from rootweaver_capabilities.config import SphinxQLConfig
 
 __all__ = ["SphinxQLError", "SphinxQLRetriever", "export_corpus", "parse_nodes", "write_node_configs"]
 
@@ -238,7 +238,7 @@ def _bm25(rows: Sequence[Sequence[Any]], df: Sequence[int], repeats: Sequence[in
     document frequencies ``df`` occurring ``repeats`` times in the query, with bm25s's term
     score ``tf / (tf + k1 (1 - b + b len / avgdl))`` and the local index's idf: Robertson ``log((N - df + 0.5) / (df + 0.5))`` floored at 0, or Lucene's
     ``log(1 + (N - df + 0.5) / (df + 0.5))`` when that scores every candidate 0 (as
-    :class:`~rootweaver_innovations.retrieval.BM25Retriever` does)."""
+    :class:`~rootweaver_innovations.retrieval.retrievers.BM25Retriever` does)."""
     parsed = []
     for row in rows:
         tfs = {int(m.group(1)): int(m.group(2)) for m in _WORD_FACTOR.finditer(_text(row[2]))}

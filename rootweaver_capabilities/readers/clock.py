@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from rootweaver_innovations.context_format import SynthContext
+from rootweaver_innovations.compaction.synth_context import SynthContext
 
 __all__ = ["TimedSynthesizer", "deadline_note", "load_reader"]
 

@@ -1,22 +1,22 @@
 """The embedded reader: llama-cpp-python's ``Llama`` in this process, no server.
 
-:class:`LlamaCppChatClient` is a :class:`~rootweaver_capabilities.llm.ChatClient`, so the
+:class:`LlamaCppChatClient` is a :class:`~rootweaver_capabilities.readers.llm.ChatClient`, so the
 embedded reader and the OpenAI-compatible server share the prompt, the answer parsing,
-the evidence mode and the window check of :class:`~rootweaver_capabilities.llm.LLMSynthesizer`.
+the evidence mode and the window check of :class:`~rootweaver_capabilities.readers.llm.LLMSynthesizer`.
 The prompt is rendered as ChatML (what the server does with ``--chat_format chatml``),
 tokenized with the model's own tokenizer, checked against the window and evaluated as
 those very tokens (the count is what runs).
 
 The model (by default Qwen2.5-Coder-1.5B-Instruct Q4_K_M, see
-:mod:`~rootweaver_capabilities.reader_models`) is assembled into the cache on first use
+:mod:`~rootweaver_capabilities.readers.models`) is assembled into the cache on first use
 and loaded lazily, once per process (every client on the same file and settings shares
 one ``Llama``). ``Llama`` is not thread-safe: calls on one model are serialised.
 
 Deadline: a call waits for the model lock and generates under the current
-:func:`~rootweaver_capabilities.llm.request_deadline` (its own ``timeout_s`` otherwise);
+:func:`~rootweaver_capabilities.readers.llm.request_deadline` (its own ``timeout_s`` otherwise);
 generation stops when less than two of its longest token steps are left before the deadline
 (checked after every token) and the call raises
-:class:`~rootweaver_capabilities.llm.LLMDeadlineError`. The deadline is therefore honoured
+:class:`~rootweaver_capabilities.readers.llm.LLMDeadlineError`. The deadline is therefore honoured
 unless the prompt's evaluation (bounded by the window) alone runs past it.
 
 Install: ``pip install 'rootweaver[reader]'`` with the ``CMAKE_ARGS`` of the README
@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .llm import (
+from rootweaver_capabilities.readers.llm import (
     ChatCompletion,
     ChatPacket,
     LLMDeadlineError,
@@ -44,7 +44,7 @@ from .llm import (
     render_chatml,
     request_deadline,
 )
-from .reader_models import DEFAULT_READER, INSTALL_HINT, ReaderNotInstalledError, ensure_model
+from rootweaver_capabilities.readers.models import DEFAULT_READER, INSTALL_HINT, ReaderNotInstalledError, ensure_model
 
 __all__ = ["LlamaCppChatClient"]
 

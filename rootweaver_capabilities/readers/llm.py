@@ -54,13 +54,13 @@ from typing import Any, Protocol
 import httpcore
 import httpx
 
-from rootweaver_innovations.budget import Budget, QwenTokenCounter, TokenCounter
-from rootweaver_innovations.compaction import CompactionRequest
-from rootweaver_innovations.context_format import SynthContext
-from rootweaver_innovations.extractive import extractive_answer, load_extractive
-from rootweaver_innovations.strategies import DEFAULT_STRATEGY, Compactor, make_compactor
+from rootweaver_innovations.compaction.budget import Budget, QwenTokenCounter, TokenCounter
+from rootweaver_innovations.compaction.line import CompactionRequest
+from rootweaver_innovations.compaction.synth_context import SynthContext
+from rootweaver_innovations.answer_rules.extractive import extractive_answer, load_extractive
+from rootweaver_innovations.compaction.strategies import DEFAULT_STRATEGY, Compactor, make_compactor
 
-from .prompts import (
+from rootweaver_capabilities.readers.prompts import (
     MODE_EVIDENCE,
     MODES,
     NumberedContext,
@@ -359,7 +359,7 @@ def render_chatml(messages: Sequence[Mapping[str, str]]) -> str:
 class LlamaCppServerCounter:
     """Counts with the model actually loaded: llama-cpp-python's ``/extras/tokenize/count``.
 
-    A :class:`~rootweaver_innovations.packing.TokenCounter`; HTTP errors propagate (the
+    A :class:`~rootweaver_innovations.compaction.packing.TokenCounter`; HTTP errors propagate (the
     client retries them under its policy).
     """
 
@@ -696,7 +696,7 @@ class LLMSynthesizer:
 
     ``mode="answer"``: answer-only prompt over the synth context's text, no citations.
     ``mode="evidence"``: the synth context's facts numbered
-    (:func:`~rootweaver_capabilities.prompts.number_facts`), a JSON ``{"answer", "evidence"}``
+    (:func:`~rootweaver_capabilities.readers.prompts.number_facts`), a JSON ``{"answer", "evidence"}``
     reply (retried once when malformed, then returned with ``method`` ending in
     ``(malformed reply)`` and the raw reply as text); ``citations`` are the cited facts.
 

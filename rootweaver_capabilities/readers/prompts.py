@@ -15,9 +15,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rootweaver_innovations.comparison import choice_options
-from rootweaver_innovations.context_format import SynthContext
-from rootweaver_innovations.multihop import Answer
+from rootweaver_innovations.answer_rules.comparison import choice_options
+from rootweaver_innovations.compaction.synth_context import SynthContext
+from rootweaver_innovations.loop.multihop import Answer
 from rootweaver_innovations.records import Fact
 
 __all__ = [

@@ -28,16 +28,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from rootweaver_innovations.extractive import extractive_synthesizer
-from rootweaver_innovations.multihop import Hop, Synthesizer
-from rootweaver_innovations.strategies import strategy_names
+from rootweaver_innovations.answer_rules.extractive import extractive_synthesizer
+from rootweaver_innovations.loop.multihop import Hop, Synthesizer
+from rootweaver_innovations.compaction.strategies import strategy_names
 
-from .config import MultiHopConfig
-from .flags import StaticFlagProvider
-from .metrics import Metrics
-from .assembly import build_retriever, build_synthesizer
-from .capability import MultiHopCapability, RequestContext
-from .result_json import result_record
+from rootweaver_capabilities.config import MultiHopConfig
+from rootweaver_capabilities.flags import StaticFlagProvider
+from rootweaver_capabilities.metrics import Metrics
+from rootweaver_capabilities.assembly import build_retriever, build_synthesizer
+from rootweaver_capabilities.capability import MultiHopCapability, RequestContext
+from rootweaver_capabilities.result_json import result_record
 
 __all__ = ["COMPACTION_CHOICES", "MAX_VARIANTS", "AskOptions", "Answerer", "Refusal"]
 
@@ -174,7 +174,7 @@ class Answerer:
     def _run(self, options: AskOptions, question: str, user_id: str | None, session_id: str | None,
              on_hop: Callable[[Hop], None] | None, admitted_at: float) -> dict[str, Any]:
         """One admitted request, in a pool thread (a new variant is built here, off the event loop)."""
-        from .llm import request_deadline
+        from rootweaver_capabilities.readers.llm import request_deadline
 
         try:
             timeout = self.config.service.request_timeout_s

@@ -13,7 +13,7 @@ Every error is ``{"error": "<one line>"}``: 422 malformed JSON or a wrong field 
 413 a question over ``service.max_question_chars`` (or a body far over it, refused from its
 Content-Length before it is read), 503 with ``Retry-After`` when the queue is full, 504
 past the request deadline, 403 when the capability flag is off; see
-:mod:`~rootweaver_capabilities.answering` for admission and the deadline.
+:mod:`~rootweaver_capabilities.serving.answerer` for admission and the deadline.
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from rootweaver_innovations.multihop import Hop
+from rootweaver_innovations.loop.multihop import Hop
 
-from .answering import COMPACTION_CHOICES, Answerer, AskOptions, Refusal
-from .config import MultiHopConfig
-from .metrics import Metrics
-from .assembly import build_synthesizer
+from rootweaver_capabilities.serving.answerer import COMPACTION_CHOICES, Answerer, AskOptions, Refusal
+from rootweaver_capabilities.config import MultiHopConfig
+from rootweaver_capabilities.metrics import Metrics
+from rootweaver_capabilities.assembly import build_synthesizer
 
 __all__ = ["CONFIG_ENV", "AskRecord", "AskRequest", "app_from_env", "create_app", "run"]
 
@@ -292,7 +292,7 @@ def run(config_path: Path, host: str, port: int, workers: int = 1) -> None:
     config = MultiHopConfig.from_yaml(config_path)  # a bad config fails here, once, before any worker starts
     build_synthesizer(config)  # likewise a reader that is not installed
     if config.llm.provider == "local" and config.llm.model_path is None:
-        from .reader_models import DEFAULT_READER, ensure_model
+        from rootweaver_capabilities.readers.models import DEFAULT_READER, ensure_model
 
         ensure_model(DEFAULT_READER)  # assembled once, not raced by the workers
     common = dict(host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)

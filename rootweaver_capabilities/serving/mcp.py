@@ -10,7 +10,7 @@ The synth context of the last :data:`KEPT_CONTEXTS` answers is readable as the r
 Transports: stdio (the default; stdout carries only the protocol) or streamable HTTP at
 ``http://HOST:PORT/mcp`` (stateless, JSON responses: every call stands alone). The index
 and the reader load before the server starts; the answers run on the
-:class:`~rootweaver_capabilities.answering.Answerer`'s bounded pool.
+:class:`~rootweaver_capabilities.serving.answerer.Answerer`'s bounded pool.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ResourceError, ToolError
 from pydantic import BaseModel, Field
 
-from .answering import Answerer, AskOptions, Refusal
-from .config import MultiHopConfig
+from rootweaver_capabilities.serving.answerer import Answerer, AskOptions, Refusal
+from rootweaver_capabilities.config import MultiHopConfig
 
 __all__ = ["KEPT_CONTEXTS", "HopTrail", "ToolAnswer", "build_server", "run"]
 

@@ -26,10 +26,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .hops import comparison_entities, title_keys
-from .multihop import Answer
-from .records import Fact
-from .text import MONTH_PATTERN, entity_spans
+from rootweaver_innovations.loop.hops import comparison_entities, title_keys
+from rootweaver_innovations.loop.multihop import Answer
+from rootweaver_innovations.records import Fact
+from rootweaver_innovations.text import MONTH_PATTERN, entity_spans
 
 __all__ = ["COMPARISON_METHOD", "DateComparison", "choice_options", "compare_dates", "date_comparison_answer"]
 

@@ -7,7 +7,7 @@ for: a date or year for *when* questions, a number for *how many/much/long/old*,
 the named options for *A or B* questions, else the first capitalised name the question does
 not already contain, a one-word sentence opener such as "According" only when no other fits
 (names and options come from :func:`~rootweaver_innovations.text.entity_spans` and the loop's
-own :func:`~rootweaver_innovations.hops.comparison_entities`). With no such span the whole
+own :func:`~rootweaver_innovations.loop.hops.comparison_entities`). With no such span the whole
 sentence is the answer. The sentence's fact is always cited, so a reader of the output can
 check the span.
 """
@@ -19,13 +19,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .context_format import SynthContext
-from .hops import comparison_entities
-from .multihop import Answer
-from .packing import Budget, fact_candidates, packing_problem
-from .evidence import score, shipped_model
-from .records import Fact
-from .text import MONTH_PATTERN, entity_spans
+from rootweaver_innovations.compaction.synth_context import SynthContext
+from rootweaver_innovations.loop.hops import comparison_entities
+from rootweaver_innovations.loop.multihop import Answer
+from rootweaver_innovations.compaction.packing import Budget, fact_candidates, packing_problem
+from rootweaver_innovations.compaction.evidence import score, shipped_model
+from rootweaver_innovations.records import Fact
+from rootweaver_innovations.text import MONTH_PATTERN, entity_spans
 
 __all__ = ["EXTRACTIVE_METHOD", "answer_span", "extractive_answer", "extractive_synthesizer", "load_extractive"]
 

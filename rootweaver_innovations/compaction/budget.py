@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from .memo import Memo
+from rootweaver_innovations.memo import Memo
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

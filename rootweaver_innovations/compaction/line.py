@@ -1,7 +1,7 @@
 """What a compactor is given and returns, and the deterministic line compactor.
 
 Pure: no I/O, no model, no clock. A compactor takes a :class:`CompactionRequest` (the
-question, the full context as a :class:`~rootweaver_innovations.context_format.SynthContext`,
+question, the full context as a :class:`~rootweaver_innovations.compaction.synth_context.SynthContext`,
 the open terms, a budget) and returns a :class:`CompactionResult`: the kept facts as a
 synth context, and every fact left out with its reason.
 
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import NamedTuple
 
-from .budget import Budget
-from .context_format import SynthContext, format_header
-from .records import Fact
-from .text import reasoning_key_terms
+from rootweaver_innovations.compaction.budget import Budget
+from rootweaver_innovations.compaction.synth_context import SynthContext, format_header
+from rootweaver_innovations.records import Fact
+from rootweaver_innovations.text import reasoning_key_terms
 
 __all__ = [
     "CompactionRequest",

@@ -3,8 +3,8 @@
 A strategy is a callable ``(CompactionRequest) -> CompactionResult``; a new one is one
 module and one :func:`register_strategy` call, then its name in the config
 (``compaction.strategy``). The built-ins: ``line``
-(:class:`~rootweaver_innovations.compaction.LineCompactor`, ADR-077), and the packing policies ``submodular`` and ``evidence``
-(:class:`~rootweaver_innovations.packing.compactor.PackingCompactor`). :data:`DEFAULT_STRATEGY`
+(:class:`~rootweaver_innovations.compaction.line.LineCompactor`, ADR-077), and the packing policies ``submodular`` and ``evidence``
+(:class:`~rootweaver_innovations.compaction.packing.compactor.PackingCompactor`). :data:`DEFAULT_STRATEGY`
 is the one that keeps the most answers on the product path (``docs/results.md``). The
 built-ins' names and the defaults live in :mod:`~rootweaver_innovations.defaults`, which the
 command line's parser reads without loading the packers.
@@ -25,10 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .compaction import CompactionRequest, CompactionResult, LineCompactor
-from .defaults import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, LINE_STRATEGY, PACKING_STRATEGIES
-from .packing.compactor import PackingCompactor
-from .registry import register
+from rootweaver_innovations.compaction.line import CompactionRequest, CompactionResult, LineCompactor
+from rootweaver_innovations.defaults import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, LINE_STRATEGY, PACKING_STRATEGIES
+from rootweaver_innovations.compaction.packing.compactor import PackingCompactor
+from rootweaver_innovations.registry import register
 
 __all__ = [
     "DEFAULT_BUDGET_TOKENS",

@@ -20,8 +20,8 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .records import Fact
-from .text import fold_whitespace
+from rootweaver_innovations.records import Fact
+from rootweaver_innovations.text import fold_whitespace
 
 __all__ = ["HOP_HEADER_PREFIX", "LAYOUTS", "Rendering", "SynthContext", "format_header"]
 

@@ -1,7 +1,7 @@
 """Passages and the loaders that turn files into them.
 
 A user's corpus is JSONL, one ``{"id", "title", "text"}`` object per line, or a folder of
-files that :mod:`rootweaver_innovations.documents` cuts into such passages. The three
+files that :mod:`rootweaver_innovations.documents.folders` cuts into such passages. The three
 bundled multi-hop layouts (HotpotQA, 2WikiMultihopQA, MuSiQue) load into :class:`QARow`,
 whose gold fields are for evaluation only and never reach a selector.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .defaults import MAX_RECORD_BYTES
+from rootweaver_innovations.defaults import MAX_RECORD_BYTES
 
 __all__ = [
     "MAX_RECORD_BYTES",
@@ -72,7 +72,7 @@ class Source:
 @dataclass(frozen=True, slots=True)
 class Passage:
     """One retrievable unit. ``sentences`` is the text split into facts (at least one);
-    ``source`` is set for a chunk of a document (:mod:`rootweaver_innovations.documents`)."""
+    ``source`` is set for a chunk of a document (:mod:`rootweaver_innovations.documents.folders`)."""
 
     id: str
     title: str
@@ -110,7 +110,7 @@ def split_sentences(text: str, *, abbreviations: bool = False) -> tuple[str, ...
     """Split ``text`` at sentence ends followed by a capital, digit or quote; with
     ``abbreviations``, not after an initial or a common abbreviation ("ca. 2400 BC",
     "J. S. Bach", "St. Louis"). A corpus record's ``text`` and documents
-    (:mod:`rootweaver_innovations.documents`) use ``abbreviations``; the dev sets' own
+    (:mod:`rootweaver_innovations.documents.folders`) use ``abbreviations``; the dev sets' own
     paragraphs (MuSiQue's ``paragraph_text``) keep the plain rule the evals were measured with.
 
     Deterministic and model-free; returns ``(text,)`` for text with no such break.

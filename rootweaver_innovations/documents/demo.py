@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .corpus import CorpusError, Passage, _kind, _string, load_corpus_jsonl, read_jsonl
+from rootweaver_innovations.documents.corpus import CorpusError, Passage, _kind, _string, load_corpus_jsonl, read_jsonl
 
 __all__ = ["DEMO_CORPUS", "GOLDEN_QUESTIONS", "GoldenQuestion", "demo_passages", "load_questions"]
 
-_DIR = Path(__file__).resolve().parent / "data" / "demo"
+_DIR = Path(__file__).resolve().parents[1] / "data" / "demo"
 DEMO_CORPUS = _DIR / "corpus.jsonl"
 GOLDEN_QUESTIONS = _DIR / "golden_questions.jsonl"
 

@@ -11,18 +11,18 @@ it into chunks:
 - Each section is chunked by ``langchain-text-splitters``' ``RecursiveCharacterTextSplitter``,
   sentence-aware (paragraphs, then lines, then sentence ends, then clauses, then words),
   with size and overlap in reader tokens (the Qwen2.5 tokenizer of the budgets).
-- A chunk becomes a :class:`~rootweaver_innovations.corpus.Passage`: id ``"<path>#<n>"``,
+- A chunk becomes a :class:`~rootweaver_innovations.documents.corpus.Passage`: id ``"<path>#<n>"``,
   title the document's title (its first top heading, the HTML ``<title>`` or the PDF's
   title; in a document without one, its first heading above the chunk, else the name its
   paragraph's lead sentence is about, carried to the chunks that continue it, else the file
   name), sentences split as a JSONL corpus's are except after an initial or a common
   abbreviation, and a
-  :class:`~rootweaver_innovations.corpus.Source`: file path relative to the folder, heading
+  :class:`~rootweaver_innovations.documents.corpus.Source`: file path relative to the folder, heading
   path, position in the document and the ids of its neighbouring chunks.
 
 Nothing is skipped silently: every file not chunked is reported as a :class:`SkippedFile`
 with its reason (``on_skip`` hears each as it happens), and a folder with no chunk at all
-raises :class:`~rootweaver_innovations.corpus.CorpusError`. Hidden files and directories
+raises :class:`~rootweaver_innovations.documents.corpus.CorpusError`. Hidden files and directories
 (name starting with ``.``) are counted, not entered. Needs the extra ``documents``
 (``langchain-text-splitters``, ``pypdf``); without it, a one-line ``CorpusError`` says how
 to install it.
@@ -45,10 +45,10 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from .budget import default_token_counter
-from .corpus import CorpusError, Passage, Source, split_sentences
-from .defaults import CHUNK_TOKENS, OVERLAP_TOKENS
-from .text import lead_subject
+from rootweaver_innovations.compaction.budget import default_token_counter
+from rootweaver_innovations.documents.corpus import CorpusError, Passage, Source, split_sentences
+from rootweaver_innovations.defaults import CHUNK_TOKENS, OVERLAP_TOKENS
+from rootweaver_innovations.text import lead_subject
 
 __all__ = ["DOCUMENT_TYPES", "READING_FILE", "ChunkingSettings", "DocumentScan", "ReadingBudget", "SkippedFile",
            "count_by_reason", "iter_document_passages", "load_documents", "load_reading_budget", "passage_record"]
@@ -56,7 +56,7 @@ __all__ = ["DOCUMENT_TYPES", "READING_FILE", "ChunkingSettings", "DocumentScan",
 DOCUMENT_TYPES: Mapping[str, str] = {".txt": "text", ".text": "text", ".md": "markdown", ".markdown": "markdown",
                                      ".html": "html", ".htm": "html", ".pdf": "pdf"}
 INSTALL_HINT = "pip install 'rootweaver[documents]'"
-READING_FILE = Path(__file__).resolve().parent / "data" / "reading_budget.json"
+READING_FILE = Path(__file__).resolve().parents[1] / "data" / "reading_budget.json"
 _READING_SAMPLE = 512  # passages whose mean length stands for the corpus's
 _CHUNK_PROBE = 16  # JSONL records whose mean length tells chunks from paragraphs
 _BLOCK_CHARS = 1 << 16  # text handed to the splitter at once (a section is cut into such blocks)
@@ -159,7 +159,7 @@ def load_reading_budget(path: Path = READING_FILE) -> ReadingBudget:
 
 
 def passage_record(p: Passage) -> dict[str, Any]:
-    """The JSONL corpus object of ``p`` (what :func:`~rootweaver_innovations.corpus.passage_from_object`
+    """The JSONL corpus object of ``p`` (what :func:`~rootweaver_innovations.documents.corpus.passage_from_object`
     reads back): ``{"id", "title", "sentences"}`` and, for a chunk of a document, ``"source"``."""
     out: dict[str, Any] = {"id": p.id, "title": p.title, "sentences": list(p.sentences)}
     if p.source is not None:

@@ -33,10 +33,10 @@ from functools import cache, lru_cache
 from itertools import islice
 from pathlib import Path
 
-from .corpus import Passage
-from .retrieval import Retriever
-from .text import bm25_tokenize, entity_spans
-from .titles import Mention, TitleIndex, key_of, passage_keys, title_keys
+from rootweaver_innovations.documents.corpus import Passage
+from rootweaver_innovations.retrieval.retrievers import Retriever
+from rootweaver_innovations.text import bm25_tokenize, entity_spans
+from rootweaver_innovations.loop.titles import Mention, TitleIndex, key_of, passage_keys, title_keys
 
 __all__ = [
     "POLICY_FILE",
@@ -60,7 +60,7 @@ __all__ = [
     "title_keys",
 ]
 
-POLICY_FILE = Path(__file__).resolve().parent / "data" / "hop_policy.json"
+POLICY_FILE = Path(__file__).resolve().parents[1] / "data" / "hop_policy.json"
 
 REASON_QUESTION = "question"
 REASON_COMPARISON = "comparison entity"

@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .budget import Budget
-from .compaction import CompactionRequest, CompactionResult
-from .context_format import SynthContext
-from .corpus import Passage
-from .hops import (
+from rootweaver_innovations.compaction.budget import Budget
+from rootweaver_innovations.compaction.line import CompactionRequest, CompactionResult
+from rootweaver_innovations.compaction.synth_context import SynthContext
+from rootweaver_innovations.documents.corpus import Passage
+from rootweaver_innovations.loop.hops import (
     REASON_FILL,
     REASON_QUESTION,
     HopPolicyParams,
@@ -30,11 +30,11 @@ from .hops import (
     ranking_of,
     title_keys,
 )
-from .records import Fact, facts_from_passages, join_records, with_subjects
-from .retrieval import Retriever
-from .strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, Compactor, make_compactor
-from .text import fold_whitespace, lead_subject, reasoning_key_terms, usual_name
-from .titles import id_titled
+from rootweaver_innovations.records import Fact, facts_from_passages, join_records, with_subjects
+from rootweaver_innovations.retrieval.retrievers import Retriever
+from rootweaver_innovations.compaction.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, Compactor, make_compactor
+from rootweaver_innovations.text import fold_whitespace, lead_subject, reasoning_key_terms, usual_name
+from rootweaver_innovations.loop.titles import id_titled
 
 __all__ = [
     "Answer",
@@ -244,7 +244,7 @@ class MultiHopRAG:
     of every new passage become fact lines, and every hop records why it was taken:
 
     - ``"evidence"`` (default): hop 1 retrieves the question's best passages, then one
-      passage per hop along the bridge plan of :func:`~rootweaver_innovations.hops.plan_bridges`
+      passage per hop along the bridge plan of :func:`~rootweaver_innovations.loop.hops.plan_bridges`
       (compared entities, titles the question names, titles linked from hop 1, entity spans
       of hop 1; a hop takes the entity's own titled passage when the title index has it,
       else the best new passage for its sub-query), with the last hop left to fill the
@@ -379,7 +379,7 @@ class MultiHopRAG:
 
     def _adjacent(self, row: int, page: Passage) -> tuple[tuple[int, Passage] | None, tuple[int, Passage] | None]:
         """``(row, passage)`` of the records before and after ``page`` (at ``row`` of the title
-        index) in its file when it is titled by an id (:func:`~rootweaver_innovations.titles.id_titled`:
+        index) in its file when it is titled by an id (:func:`~rootweaver_innovations.loop.titles.id_titled`:
         the windows a user cut from one file, in corpus order), else ``(None, None)``. Reads
         only those two records."""
         keys = title_keys(page.title) if row >= 0 and id_titled(page) else ()
@@ -452,7 +452,7 @@ class MultiHopRAG:
 
     def _usual_titles(self, facts: list[Fact], read: str) -> list[Fact]:
         """``facts`` with each chunk of a document whose title is the name its paragraph's lead
-        sentence opens with (:mod:`~rootweaver_innovations.documents`: a file without headings)
+        sentence opens with (:mod:`~rootweaver_innovations.documents.folders`: a file without headings)
         retitled by the form of that name the question and the other read facts use most
         (:meth:`_usual_name`), as for windows titled by an id. The lead is the first sentence of
         the first passage the title index has under the title; a title it does not give (the

@@ -7,7 +7,7 @@ article), and, for a record titled by an id or a file name (``doc-17``) that its
 not repeat, those of the names its lead sentence gives its subject
 (:func:`~rootweaver_innovations.text.subject_names`), and of the first of them with its
 first name as a nickname (``nicknames``: "Michael Taylor" is also "Mick Taylor"). A chunk of
-a document is named by :mod:`~rootweaver_innovations.documents` and keeps its title's keys
+a document is named by :mod:`~rootweaver_innovations.documents.folders` and keeps its title's keys
 only.
 
 The index is five flat arrays (:class:`TitleArrays`), so the same object works over an
@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .corpus import Passage
-from .text import LEADING_WORDS, STOP_WORDS, WORD, lead_subject, subject_names
+from rootweaver_innovations.documents.corpus import Passage
+from rootweaver_innovations.text import LEADING_WORDS, STOP_WORDS, WORD, lead_subject, subject_names
 
 __all__ = [
     "TITLE_COUNTS",

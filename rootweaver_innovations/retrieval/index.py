@@ -9,7 +9,7 @@ Layout of an index directory (``rootweaver index build CORPUS --out DIR``)::
     DIR/passages/offsets.npy     int64 byte offsets, N + 1
     DIR/bm25/indptr.npy ...      the BM25Matrix arrays (indices, robertson, lucene) and
     DIR/bm25/vocab.json          the terms in column order
-    DIR/titles/*.npy             the loop's title index (:class:`~rootweaver_innovations.titles.TitleArrays`)
+    DIR/titles/*.npy             the loop's title index (:class:`~rootweaver_innovations.loop.titles.TitleArrays`)
 
 Components are named entries of ``manifest["components"]`` (``passages``, ``bm25``,
 ``titles``, and for a folder ``chunking``: the chunk settings, document count and skips),
@@ -66,8 +66,8 @@ from typing import Any, overload
 
 import numpy as np
 
-from .bm25_matrix import IDFS, BM25Matrix, Vocabulary, count_chunk, scatter_scores
-from .corpus import (
+from rootweaver_innovations.retrieval.bm25_matrix import IDFS, BM25Matrix, Vocabulary, count_chunk, scatter_scores
+from rootweaver_innovations.documents.corpus import (
     MAX_RECORD_BYTES,
     CorpusError,
     Passage,
@@ -75,15 +75,15 @@ from .corpus import (
     passage_from_object,
     record_object,
 )
-from .documents import (
+from rootweaver_innovations.documents.folders import (
     ChunkingSettings,
     SkippedFile,
     count_by_reason,
     iter_document_passages,
     passage_record,
 )
-from .retrieval import BM25Retriever, passage_tokens, tokenizer_settings
-from .titles import (
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever, passage_tokens, tokenizer_settings
+from rootweaver_innovations.loop.titles import (
     TITLE_COUNTS,
     TITLE_DTYPES,
     TITLE_FILES,
@@ -180,7 +180,7 @@ class PassageStore(Sequence[Passage]):
     """The passages of an index, read by position from the memory-mapped records file.
 
     The records are the corpus's own JSON lines (blank lines dropped), so ``store[i]``
-    parses one line exactly as :func:`~rootweaver_innovations.corpus.load_corpus_jsonl`
+    parses one line exactly as :func:`~rootweaver_innovations.documents.corpus.load_corpus_jsonl`
     does; nothing is held per passage in Python.
     """
 
@@ -274,7 +274,7 @@ def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: floa
     """Build the index of the JSONL ``corpus`` (``.gz`` read transparently) into ``out``.
 
     A folder ``corpus`` is first cut into passages by
-    :func:`~rootweaver_innovations.documents.iter_document_passages` under ``chunking`` (each
+    :func:`~rootweaver_innovations.documents.folders.iter_document_passages` under ``chunking`` (each
     file it skips goes to ``on_skip``), written as JSONL records with their ``source``, and
     indexed like a file; the manifest's ``corpus`` then fingerprints those records, and its
     ``chunking`` component holds the settings, the document count and the skips by reason.
@@ -285,7 +285,7 @@ def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: floa
     process), at most ``workers + 1`` chunks in flight; ``progress`` is called after
     every chunk. The result does not depend on ``chunk_size`` or ``workers``. Raises
     :class:`CorpusError` naming the file and line for the same problems
-    :func:`~rootweaver_innovations.corpus.load_corpus_jsonl` refuses (a record longer than
+    :func:`~rootweaver_innovations.documents.corpus.load_corpus_jsonl` refuses (a record longer than
     ``max_record_bytes`` before it is read whole, JSON nested too deeply), and
     :class:`IndexFormatError` when ``out`` exists.
     """
@@ -406,7 +406,7 @@ def _parse_chunk(corpus: Path, numbered: list[tuple[int, bytes]], carry: tuple[s
 
 
 def _carry(corpus: Path, numbered: list[tuple[int, bytes]], carry: tuple[str, str]) -> tuple[str, str]:
-    """The run of records (:func:`~rootweaver_innovations.titles.file_subjects`) the chunk after
+    """The run of records (:func:`~rootweaver_innovations.loop.titles.file_subjects`) the chunk after
     ``numbered`` continues, given the run ``numbered`` continues: its records parsed from the
     last one back, only as far as that run began. A line that does not parse ends the reading
     (its chunk's parse reports it)."""

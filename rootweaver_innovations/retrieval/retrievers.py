@@ -8,11 +8,11 @@ titled by an id (a window of a user's file) has no such title, and is indexed wi
 file's subject before it (:func:`passage_tokens`).
 
 ``DenseRetriever`` ranks by cosine of sentence embeddings (an injected
-:class:`~rootweaver_innovations.embeddings.Embedder`); ``HybridRetriever`` fuses any
+:class:`~rootweaver_innovations.retrieval.embeddings.Embedder`); ``HybridRetriever`` fuses any
 retrievers by reciprocal rank fusion.
 
 Backends: ``"bm25s"`` (sparse-matrix scoring with bm25s's arithmetic, see
-:mod:`~rootweaver_innovations.bm25_matrix`; the fast default, and the one a saved index
+:mod:`~rootweaver_innovations.retrieval.bm25_matrix`; the fast default, and the one a saved index
 uses) and ``"rank_bm25"`` (rank-bm25's ``BM25Okapi``, the reference). Both use Okapi BM25 with k1=1.5, b=0.75 and
 the Robertson idf (with a Lucene-idf fallback for queries it scores all-zero, see
 :class:`BM25Retriever`). Ties are broken by corpus order, so results are deterministic.
@@ -27,11 +27,11 @@ from typing import Protocol
 
 import numpy as np
 
-from .bm25_matrix import BM25Matrix, build_matrix, idf_weights
-from .corpus import Passage
-from .embeddings import Embedder
-from .text import STOP_WORDS, WORD, bm25_tokenize
-from .titles import TitleIndex, file_subjects
+from rootweaver_innovations.retrieval.bm25_matrix import BM25Matrix, build_matrix, idf_weights
+from rootweaver_innovations.documents.corpus import Passage
+from rootweaver_innovations.retrieval.embeddings import Embedder
+from rootweaver_innovations.text import STOP_WORDS, WORD, bm25_tokenize
+from rootweaver_innovations.loop.titles import TitleIndex, file_subjects
 
 
 __all__ = [
@@ -95,7 +95,7 @@ def passage_tokens(passage: Passage, subject: str = "") -> list[str]:
     """What BM25 indexes for ``passage``: the tokens of ``subject + " " + title + " " + text``,
     or ``[EMPTY_TOKEN]`` when there are none (so every passage has a length). ``subject`` is
     the name of the file a record titled by an id was cut from, as
-    :func:`~rootweaver_innovations.titles.file_subjects` gives it ("" for any other passage):
+    :func:`~rootweaver_innovations.loop.titles.file_subjects` gives it ("" for any other passage):
     the window "He received the Nobel Prize in 1921" of a file opening "Albert Einstein
     was ..." is found by a query naming Einstein, as a titled page would be."""
     return bm25_tokenize(f"{subject} {passage.title} {passage.text}") or [EMPTY_TOKEN]
@@ -122,9 +122,9 @@ class BM25Retriever:
     ``ValueError``. An empty passage list raises ``ValueError``. ``search`` with ``k < 1``
     raises ``ValueError``; a query with no indexable token returns an empty list.
 
-    The ``bm25s`` backend scores with a :class:`~rootweaver_innovations.bm25_matrix.BM25Matrix`
+    The ``bm25s`` backend scores with a :class:`~rootweaver_innovations.retrieval.bm25_matrix.BM25Matrix`
     (bit-identical to the bm25s library's scores); :meth:`from_matrix` wraps one that was
-    saved and memory-mapped (:mod:`rootweaver_innovations.index`), with ``passages`` any
+    saved and memory-mapped (:mod:`rootweaver_innovations.retrieval.index`), with ``passages`` any
     sequence that reads a passage by position, e.g. from disk.
 
     In a small corpus every query term may occur in at least half of the passages, where

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from rootweaver_capabilities.cli import main
-from rootweaver_capabilities.llm import LLMSynthesizer
-from rootweaver_innovations.context_format import SynthContext
+from rootweaver_capabilities.cli.main import main
+from rootweaver_capabilities.readers.llm import LLMSynthesizer
+from rootweaver_innovations.compaction.synth_context import SynthContext
 from rootweaver_innovations.records import Fact
-from rootweaver_capabilities.prompts import answer_only_messages
-from rootweaver_capabilities.reader_models import MODELS, default_models_dir, reader_installed
+from rootweaver_capabilities.readers.prompts import answer_only_messages
+from rootweaver_capabilities.readers.models import MODELS, default_models_dir, reader_installed
 
 MODEL_PATH = Path(os.environ.get("LLM_MODEL_PATH", default_models_dir() / MODELS["smollm2"].filename))
 
@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.integration]
 def client():
     assert reader_installed(), "llama-cpp-python is not installed (extra 'reader')"
     assert MODEL_PATH.is_file(), f"{MODEL_PATH} missing; run scripts/local_reader.py setup --model smollm2"
-    from rootweaver_capabilities.embedded import LlamaCppChatClient
+    from rootweaver_capabilities.readers.embedded import LlamaCppChatClient
 
     c = LlamaCppChatClient(MODEL_PATH, model="smollm2", context_window=2048, max_tokens=48, timeout_s=60)
     c.load()
@@ -47,14 +47,14 @@ def test_counted_prompt_tokens_are_what_the_model_evaluates(client):
 
 
 def test_the_model_is_loaded_once_per_process(client):
-    from rootweaver_capabilities.embedded import LlamaCppChatClient
+    from rootweaver_capabilities.readers.embedded import LlamaCppChatClient
 
     other = LlamaCppChatClient(MODEL_PATH, model="smollm2", context_window=2048, max_tokens=48)
     assert other._llama()[0] is client._llama()[0]
 
 
 def test_generation_stops_at_the_deadline_and_degrades(client):
-    from rootweaver_capabilities.embedded import LlamaCppChatClient
+    from rootweaver_capabilities.readers.embedded import LlamaCppChatClient
 
     # generation stops before the token step that would cross the deadline, and load() has
     # readied the extractive fallback, so the answer arrives within the deadline + 10%

@@ -22,22 +22,22 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rootweaver_capabilities.llm import (
+from rootweaver_capabilities.readers.llm import (
     LlamaCppServerCounter,
     LLMSynthesizer,
     LLMUnavailableError,
     OpenAIChatClient,
     PromptTooLongError,
 )
-from rootweaver_capabilities.prompts import answer_only_messages
-from rootweaver_capabilities.reader_models import MODELS, default_models_dir
-from rootweaver_innovations.context_format import SynthContext
+from rootweaver_capabilities.readers.prompts import answer_only_messages
+from rootweaver_capabilities.readers.models import MODELS, default_models_dir
+from rootweaver_innovations.compaction.synth_context import SynthContext
 from rootweaver_innovations.records import Fact
-from rootweaver_innovations.demo import demo_passages, load_questions
-from rootweaver_innovations.multihop import MultiHopRAG
-from rootweaver_innovations.packing import Budget
-from rootweaver_innovations.retrieval import BM25Retriever
-from rootweaver_innovations.strategies import make_compactor
+from rootweaver_innovations.documents.demo import demo_passages, load_questions
+from rootweaver_innovations.loop.multihop import MultiHopRAG
+from rootweaver_innovations.compaction.packing import Budget
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever
+from rootweaver_innovations.compaction.strategies import make_compactor
 
 BASE_URL = os.environ.get("LLM_BASE_URL", "")
 MODEL_PATH = Path(os.environ.get("LLM_MODEL_PATH", default_models_dir() / MODELS["smollm2"].filename))

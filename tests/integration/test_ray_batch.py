@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from evals.datasets import build_open_pool, load_rows
-from rootweaver_capabilities.batch import run_batch
+from rootweaver_capabilities.batch.run import run_batch
 from rootweaver_capabilities.config import MultiHopConfig
 
 pytestmark = [pytest.mark.integration]
@@ -52,9 +52,9 @@ def batch_inputs(tmp_path_factory):
 
 def test_two_nodes_and_a_lost_node_give_the_one_process_answers(batch_inputs):
     d = batch_inputs
-    cmd = (f"{sys.executable} -m rootweaver_capabilities.cli batch q.jsonl --out two.jsonl --config config.yaml "
+    cmd = (f"{sys.executable} -m rootweaver_capabilities.cli.main batch q.jsonl --out two.jsonl --config config.yaml "
            f"--ray auto --quiet && "
-           f"({sys.executable} -m rootweaver_capabilities.cli batch q.jsonl --out lost.jsonl --config config.yaml "
+           f"({sys.executable} -m rootweaver_capabilities.cli.main batch q.jsonl --out lost.jsonl --config config.yaml "
            f"--ray auto --quiet & B=$!; touch lost.jsonl; "
            f"while [ \"$(wc -l < lost.jsonl)\" -lt {KILL_AFTER} ] && kill -0 $B 2>/dev/null; do sleep 0.05; done; "
            f"echo \"killed node 2 after $(wc -l < lost.jsonl) answers\" >&2; kill -9 -- -$RAY_NODE2_PGID; wait $B)")

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from rootweaver_capabilities.batch import answer_question
-from rootweaver_capabilities.cli import main
+from rootweaver_capabilities.batch.run import answer_question
+from rootweaver_capabilities.cli.main import main
 from rootweaver_capabilities.config import MultiHopConfig, SphinxQLConfig
 from rootweaver_capabilities.capability import MultiHopCapability
-from rootweaver_capabilities.sphinxql import SphinxQLError, SphinxQLRetriever
-from rootweaver_innovations.demo import DEMO_CORPUS
+from rootweaver_capabilities.cluster.sphinxql import SphinxQLError, SphinxQLRetriever
+from rootweaver_innovations.documents.demo import DEMO_CORPUS
 
 pytestmark = [pytest.mark.integration]
 INDEX = os.environ.get("SPHINXQL_INDEX", "rootweaver")

@@ -38,7 +38,7 @@ from typing import Protocol, TypeVar
 import ahocorasick
 import numpy as np
 
-from ..text import STOP_WORDS, WORD, bm25_tokenize
+from rootweaver_innovations.text import STOP_WORDS, WORD, bm25_tokenize
 
 __all__ = ["CostLedger", "EvidenceCandidate", "EvidenceProblem", "ProblemFeatures", "term_incidence"]
 
@@ -54,7 +54,7 @@ _T = TypeVar("_T")
 
 
 class EvidenceCandidate(Protocol):
-    """What the features read of a candidate (:class:`~rootweaver_innovations.packing.Candidate` is one)."""
+    """What the features read of a candidate (:class:`~rootweaver_innovations.compaction.packing.Candidate` is one)."""
 
     @property
     def content(self) -> str: ...  # the bare sentence
@@ -78,7 +78,7 @@ class CostLedger(Protocol):
 
 
 class EvidenceProblem(Protocol):
-    """What the features read of a problem (:class:`~rootweaver_innovations.packing.PackingProblem` is one).
+    """What the features read of a problem (:class:`~rootweaver_innovations.compaction.packing.PackingProblem` is one).
 
     ``relevance`` and ``doc_index`` are per candidate (documents numbered ``0..n_doc - 1``),
     ``incidence`` is ``bool[n, T]``: which of the query's ``T`` content terms each candidate holds.
@@ -588,6 +588,6 @@ class ProblemFeatures:
         """The sentence features by name, each a column over the candidates.
 
         ``doc_likelihood`` is ``q_d`` per document (``doc_index`` order), from a document
-        model (:meth:`~rootweaver_innovations.evidence.EvidenceModel.document_likelihood`).
+        model (:meth:`~rootweaver_innovations.compaction.evidence.EvidenceModel.document_likelihood`).
         """
         return _sentence_features(self._problem, self._structure, doc_likelihood)

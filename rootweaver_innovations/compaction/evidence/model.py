@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .features import EvidenceProblem, ProblemFeatures
+from rootweaver_innovations.compaction.evidence.features import EvidenceProblem, ProblemFeatures
 
 __all__ = ["MODEL_FILE", "EvidenceModel", "EvidenceParams", "EvidenceScores", "score", "shipped_model"]
 

@@ -2,20 +2,20 @@
 
 The public surface is listed in ``__all__``; everything else is an implementation detail.
 Imports run one way (candidates <- budget, selection <- policies <- evidence_policy, which
-reads the evidence model of :mod:`rootweaver_innovations.evidence`), so the package has no
+reads the evidence model of :mod:`rootweaver_innovations.compaction.evidence`), so the package has no
 import cycle. ``EvidenceModel`` and ``EvidenceParams`` are that package's, re-exported.
 """
 
 from __future__ import annotations
 
-from ..budget import UNITS, Budget, QwenTokenCounter, TokenCounter, default_token_counter
-from .candidates import Candidate, Header, fact_candidates
-from ..evidence import EvidenceModel, EvidenceParams
-from . import evidence_policy  # noqa: F401 - registers the "evidence" policy (import order: after ..evidence)
-from .objective import SubmodularObjective, SubmodularWeights
-from .policies import POLICIES, PackingProblem, Selection, pack, packing_problem, register_policy
-from .selection import ConflictingCandidateError, Omission, PackResult, Packed
-from .similarity import Similarity, dense_similarity, tfidf_similarity
+from rootweaver_innovations.compaction.budget import UNITS, Budget, QwenTokenCounter, TokenCounter, default_token_counter
+from rootweaver_innovations.compaction.packing.candidates import Candidate, Header, fact_candidates
+from rootweaver_innovations.compaction.evidence import EvidenceModel, EvidenceParams
+from rootweaver_innovations.compaction.packing import evidence_policy  # noqa: F401 - registers the "evidence" policy (import order: after ..evidence)
+from rootweaver_innovations.compaction.packing.objective import SubmodularObjective, SubmodularWeights
+from rootweaver_innovations.compaction.packing.policies import POLICIES, PackingProblem, Selection, pack, packing_problem, register_policy
+from rootweaver_innovations.compaction.packing.selection import ConflictingCandidateError, Omission, PackResult, Packed
+from rootweaver_innovations.compaction.packing.similarity import Similarity, dense_similarity, tfidf_similarity
 
 __all__ = [
     "POLICIES",

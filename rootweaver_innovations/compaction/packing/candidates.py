@@ -16,9 +16,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..records import Fact
-from ..memo import Memo
-from ..text import bm25_tokenize
+from rootweaver_innovations.records import Fact
+from rootweaver_innovations.memo import Memo
+from rootweaver_innovations.text import bm25_tokenize
 
 __all__ = ["Candidate", "Header", "fact_candidates", "okapi_scores", "rank_order"]
 
@@ -55,7 +55,7 @@ class Candidate(_CandidateFields):
     packet is rendered in position order); ``relevance`` a finite score >= 0 against the
     query (higher is better). ``source`` and ``version`` are optional provenance: two
     version labels for one source (``source``, or ``doc_id`` when ``source`` is None)
-    among the candidates block that source (see :mod:`rootweaver_innovations.packing.selection`).
+    among the candidates block that source (see :mod:`rootweaver_innovations.compaction.packing.selection`).
     ``hop`` (0-based loop iteration that retrieved it) and ``sub_query`` (the query that
     hop issued) are optional retrieval provenance, read by the ``evidence`` packer;
     ``id_title`` says the snippet's document is titled by an id that names nothing (its
@@ -142,7 +142,7 @@ def rank_order(candidates: Sequence[Candidate]) -> list[int]:
 class Header:
     """A line emitted once, just before the first kept candidate that belongs to it.
 
-    Used for hop headers (:func:`~rootweaver_innovations.context_format.format_header`): the header's
+    Used for hop headers (:func:`~rootweaver_innovations.compaction.synth_context.format_header`): the header's
     text and separator count against the budget only when one of its candidates is kept.
     ``position`` orders it among the candidates when the packet is rendered.
     """
@@ -226,7 +226,7 @@ def _count_terms(text: str) -> _DocTerms:
 
 
 def text_terms(text: str) -> _DocTerms:
-    """The :func:`~rootweaver_innovations.retrieval.bm25_tokenize` terms of ``text``, counted.
+    """The :func:`~rootweaver_innovations.retrieval.retrievers.bm25_tokenize` terms of ``text``, counted.
 
     Memoised (a corpus's passages recur across questions): at most 16,384 texts and about
     32 MiB, and no text over 4,096 chars (:class:`~rootweaver_innovations.memo.Memo`;

@@ -1,7 +1,7 @@
 """A packing policy as a compaction strategy for the synthesis context.
 
 :class:`PackingCompactor` turns the loop's facts into candidates with
-:func:`~rootweaver_innovations.packing.candidates.fact_candidates` (the function the packing
+:func:`~rootweaver_innovations.compaction.packing.candidates.fact_candidates` (the function the packing
 eval and the evidence model's fitting script use too, so the policy sees exactly the inputs
 it was measured and fitted on) and packs them under the request's budget. The synth context
 is the kept facts in loop order, layout ``"facts"`` (no hop headers). Every fact is either
@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..compaction import REASON_BLANK, CompactionRequest, CompactionResult, DroppedFact
-from ..embeddings import Embedder
-from .candidates import fact_candidates
-from .objective import SubmodularWeights
-from .policies import pack
-from .similarity import dense_similarity
+from rootweaver_innovations.compaction.line import REASON_BLANK, CompactionRequest, CompactionResult, DroppedFact
+from rootweaver_innovations.retrieval.embeddings import Embedder
+from rootweaver_innovations.compaction.packing.candidates import fact_candidates
+from rootweaver_innovations.compaction.packing.objective import SubmodularWeights
+from rootweaver_innovations.compaction.packing.policies import pack
+from rootweaver_innovations.compaction.packing.similarity import dense_similarity
 
 __all__ = ["PackingCompactor"]
 
@@ -28,7 +28,7 @@ __all__ = ["PackingCompactor"]
 class PackingCompactor:
     """Compacts a trajectory's facts with the packing policy named ``policy``.
 
-    ``weights`` and ``max_snippets`` go to :func:`~rootweaver_innovations.packing.pack`;
+    ``weights`` and ``max_snippets`` go to :func:`~rootweaver_innovations.compaction.packing.pack`;
     ``embedder`` (optional) switches the similarity the ``submodular`` and ``mmr`` policies
     use from TF-IDF to the cosine of its sentence embeddings. An unknown policy is a
     ``ValueError`` on call.

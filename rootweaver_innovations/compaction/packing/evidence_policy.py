@@ -6,7 +6,7 @@ question (it is in the *second* paragraph, reached through an entity the first o
 Per-token gains make it worse by favouring short, low-information sentences.
 
 This policy reads two numbers per problem from the evidence model
-(:meth:`rootweaver_innovations.evidence.EvidenceModel.score`, over what every policy sees, never a label):
+(:meth:`rootweaver_innovations.compaction.evidence.EvidenceModel.score`, over what every policy sees, never a label):
 ``q_d``, document ``d``'s probability of being needed evidence, and ``p_i``, candidate
 ``i``'s share of "holds the answer" (the ``p`` of a problem sum to 1). Then it packs
 (:func:`evidence_policy`): maximise ``sum_i (p_i - price) + coverage * sum_{d covered} q_d``
@@ -19,7 +19,7 @@ one the question names, on a chain of hops) does not outbid the later hop that h
 answer. The chosen sentences are taken best first, then the budget left is filled, best
 first by ``p + fill_evidence * q_d``, with any candidate that fits.
 
-The parameters (:class:`~rootweaver_innovations.evidence.EvidenceParams`) come with the
+The parameters (:class:`~rootweaver_innovations.compaction.evidence.EvidenceParams`) come with the
 model file. Ties break by input order, so the policy is deterministic. When every candidate
 fits (within the snippet cap) it takes them all, so packing its own output is a no-op.
 """
@@ -31,8 +31,8 @@ from itertools import accumulate, chain, combinations
 
 import numpy as np
 
-from ..evidence import EvidenceModel, EvidenceParams, shipped_model
-from .policies import PackingProblem, Selection, register_policy
+from rootweaver_innovations.compaction.evidence import EvidenceModel, EvidenceParams, shipped_model
+from rootweaver_innovations.compaction.packing.policies import PackingProblem, Selection, register_policy
 
 __all__ = ["evidence_policy"]
 

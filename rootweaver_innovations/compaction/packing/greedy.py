@@ -1,8 +1,8 @@
 """Cost-scaled greedy for budgeted monotone submodular maximisation, plain and lazy.
 
 Both variants take an objective (anything with ``reset``, ``gains(idx=None)``, ``add``,
-``evaluate``; see :class:`~rootweaver_innovations.packing.objective.SubmodularObjective`)
-and a :class:`~rootweaver_innovations.packing.knapsack.Knapsack`. Each step adds the
+``evaluate``; see :class:`~rootweaver_innovations.compaction.packing.objective.SubmodularObjective`)
+and a :class:`~rootweaver_innovations.compaction.packing.knapsack.Knapsack`. Each step adds the
 candidate that fits with the largest marginal gain per unit of marginal cost (ties: lowest
 index, so pass candidates in rank order); the run stops when nothing that fits has a
 positive gain or ``max_snippets`` are taken. Then the best-singleton fallback (Lin and
@@ -27,7 +27,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .knapsack import Knapsack
+from rootweaver_innovations.compaction.packing.knapsack import Knapsack
 
 __all__ = ["GreedyResult", "Objective", "lazy_greedy", "plain_greedy"]
 

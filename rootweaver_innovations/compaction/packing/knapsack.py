@@ -4,7 +4,7 @@ Each candidate costs its text plus one separator; a header costs its text plus o
 separator the first time one of its candidates is taken; the capacity is ``limit`` plus one
 separator (the last line has none). In chars this is exact. In tokens it is the sum of the
 parts, which is what the packers compare against; the packet's real token count is measured
-afterwards and :func:`~rootweaver_innovations.packing.policies.pack` enforces ``real <= limit``.
+afterwards and :func:`~rootweaver_innovations.compaction.packing.policies.pack` enforces ``real <= limit``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..budget import Budget
-from .candidates import Header
+from rootweaver_innovations.compaction.budget import Budget
+from rootweaver_innovations.compaction.packing.candidates import Header
 
 __all__ = ["Knapsack"]
 
@@ -23,7 +23,7 @@ class Knapsack:
     """Cost ledger of one packing run over candidates ``0..n-1`` (see module docstring).
 
     ``texts`` are the candidates' texts; ``headers`` gives, per candidate, its
-    :class:`~rootweaver_innovations.packing.candidates.Header` or ``None``.
+    :class:`~rootweaver_innovations.compaction.packing.candidates.Header` or ``None``.
     """
 
     def __init__(self, budget: Budget, texts: Sequence[str], headers: Sequence[Header | None] = ()):

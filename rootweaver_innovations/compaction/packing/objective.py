@@ -26,10 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..text import bm25_tokenize
-from . import similarity as _similarity
-from .candidates import text_terms
-from .similarity import Similarity
+from rootweaver_innovations.text import bm25_tokenize
+from rootweaver_innovations.compaction.packing import similarity as _similarity
+from rootweaver_innovations.compaction.packing.candidates import text_terms
+from rootweaver_innovations.compaction.packing.similarity import Similarity
 
 __all__ = [
     "DENSE_LIMIT",
@@ -78,7 +78,7 @@ def quantise(values: np.ndarray) -> np.ndarray:
 def query_incidence(query: str, texts: Sequence[str]) -> tuple[tuple[str, ...], np.ndarray]:
     """Distinct query content terms and which texts contain each: ``(terms, bool[n, T])``.
 
-    Terms are :func:`~rootweaver_innovations.retrieval.bm25_tokenize` tokens of the query
+    Terms are :func:`~rootweaver_innovations.retrieval.retrievers.bm25_tokenize` tokens of the query
     (lowercase words, stop words out); a text contains a term when the term is one of the
     text's own ``bm25_tokenize`` tokens (read from :func:`~.candidates.text_terms`, which
     :func:`~.candidates.fact_candidates` has already filled for a fact's line).

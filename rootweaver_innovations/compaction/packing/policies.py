@@ -1,7 +1,7 @@
 """Packing policies on identical candidates, a registry for them, and :func:`pack`.
 
 Every policy sees the same :class:`PackingProblem`: the eligible candidates left by the
-selection contract (:func:`rootweaver_innovations.packing.selection.screen`) in rank order, their
+selection contract (:func:`rootweaver_innovations.compaction.packing.selection.screen`) in rank order, their
 similarity, the query-term incidence, the shared objective and the cost ledger. None sees
 an evaluation label. Every policy honours the budget through the ledger (skip what does
 not fit, keep trying smaller ones) and the snippet cap.
@@ -12,7 +12,7 @@ not fit, keep trying smaller ones) and the snippet cap.
 - ``mmr``: each step takes the fitting candidate maximising
   0.7 * relevance / max relevance - 0.3 * max similarity to the packet.
 - ``submodular``: cost-scaled lazy greedy on the four-term objective plus the
-  best-singleton fallback (:mod:`~rootweaver_innovations.packing.greedy`). When every
+  best-singleton fallback (:mod:`~rootweaver_innovations.compaction.packing.greedy`). When every
   eligible candidate fits together (and within the cap) it takes them all: F is monotone,
   so that is the optimum, and it makes packing its own output a no-op.
 
@@ -27,14 +27,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..registry import register
-from .selection import PackResult, Packed, account, screen
-from ..budget import Budget
-from .knapsack import Knapsack
-from .candidates import Candidate, Header
-from .greedy import lazy_greedy
-from .objective import SubmodularObjective, SubmodularWeights, query_incidence
-from .similarity import Similarity, tfidf_similarity
+from rootweaver_innovations.registry import register
+from rootweaver_innovations.compaction.packing.selection import PackResult, Packed, account, screen
+from rootweaver_innovations.compaction.budget import Budget
+from rootweaver_innovations.compaction.packing.knapsack import Knapsack
+from rootweaver_innovations.compaction.packing.candidates import Candidate, Header
+from rootweaver_innovations.compaction.packing.greedy import lazy_greedy
+from rootweaver_innovations.compaction.packing.objective import SubmodularObjective, SubmodularWeights, query_incidence
+from rootweaver_innovations.compaction.packing.similarity import Similarity, tfidf_similarity
 
 __all__ = [
     "MMR_LAMBDA",
@@ -240,7 +240,7 @@ def pack(
     """Pack ``candidates`` for ``query`` under ``budget`` with the named ``policy``.
 
     ``similarity`` is over ``candidates`` in input order (e.g.
-    :func:`~rootweaver_innovations.packing.similarity.dense_similarity` of precomputed
+    :func:`~rootweaver_innovations.compaction.packing.similarity.dense_similarity` of precomputed
     embeddings); ``None`` means TF-IDF cosine of the texts. ``headers`` maps a candidate
     id to the header emitted (and paid for) once with its first kept candidate.
     ``max_snippets`` caps the packet's candidate count (``None``: no cap).
@@ -249,7 +249,7 @@ def pack(
     count of the rendered text is checked and, should a tokenizer ever count a join as
     more than its parts, the last picks are dropped (recorded as ``budget``) until it fits.
     Raises ``ValueError`` for an unknown policy or bad arguments, and
-    :class:`~rootweaver_innovations.packing.selection.ConflictingCandidateError` for one id with
+    :class:`~rootweaver_innovations.compaction.packing.selection.ConflictingCandidateError` for one id with
     two contents.
     """
     if policy not in POLICIES:

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .candidates import Candidate, Header, rank_order
+from rootweaver_innovations.compaction.packing.candidates import Candidate, Header, rank_order
 
 __all__ = [
     "REASONS",

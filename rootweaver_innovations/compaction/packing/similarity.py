@@ -1,7 +1,7 @@
 """Pairwise snippet similarity in [0, 1]: lexical TF-IDF cosine, or dense from embeddings.
 
 Pure numpy. Dense similarity takes embeddings computed elsewhere (the caller owns the
-model, see :mod:`rootweaver_innovations.embeddings`); nothing here loads a model.
+model, see :mod:`rootweaver_innovations.retrieval.embeddings`); nothing here loads a model.
 Negative cosines are clipped to 0 (facility location needs non-negative similarity) and
 a non-empty vector's self-similarity is exactly 1.
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..text import bm25_tokenize
+from rootweaver_innovations.text import bm25_tokenize
 
 __all__ = [
     "BLOCK_ENTRIES",
@@ -214,7 +214,7 @@ def _cosine(vectors: np.ndarray) -> np.ndarray:
 
 
 def tfidf_similarity(texts: Sequence[str]) -> Similarity:
-    """Cosine of TF-IDF vectors (tokens of :func:`~rootweaver_innovations.retrieval.bm25_tokenize`),
+    """Cosine of TF-IDF vectors (tokens of :func:`~rootweaver_innovations.retrieval.retrievers.bm25_tokenize`),
     computed column by column on demand (see the module docstring).
 
     >>> s = tfidf_similarity(["red apple", "red apple", "blue sky"]).matrix

@@ -1,0 +1,2 @@
+"""Adapters to other frameworks, converting at the edge (LangChain).
+"""

@@ -1,0 +1,3 @@
+"""The ``rootweaver`` command line (:func:`.main.main`), its argument types, safe printing and the
+interrupt handling long commands share. Exit codes: 0 success, 1 a failed eval check, 2 bad input.
+"""
