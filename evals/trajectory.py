@@ -33,7 +33,7 @@ GOLDEN_HEADER = (
     "Pinned off-trajectories of the bundled golden questions over the bundled demo corpus "
     "(BM25 bm25s backend, MultiHopRAG defaults: evidence hop policy, max 10 passages, max 10 hops). "
     "Regenerate after an intended behaviour change with: rootweaver eval trajectory --regenerate. "
-    "The seed's coverage rule is pinned separately in trajectories_coverage.json (tests/test_multihop.py)."
+    "The seed's coverage rule is pinned separately in trajectories_coverage.json (tests/loop/test_multihop.py)."
 )
 
 

@@ -106,7 +106,7 @@ def compaction_requests(draw, max_facts: int = 14):
     return CompactionRequest(question, SynthContext(tuple(facts), hop_queries), open_terms, draw(budgets))
 
 
-# Hostile input for the loaders and the config (tests/test_hostile_input.py).
+# Hostile input for the loaders and the config (tests/cli/test_hostile_input.py).
 
 json_scalars = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False),

@@ -342,7 +342,7 @@ class _DeadlineBackend(httpcore.NetworkBackend):
 
 def _deadline_transport() -> httpx.HTTPTransport:
     """httpx's transport on the deadline backend (httpx has no parameter for the backend,
-    so the pool's is replaced; tests/test_llm_faults.py fails if this stops working)."""
+    so the pool's is replaced; tests/readers/test_llm_faults.py fails if this stops working)."""
     transport = httpx.HTTPTransport()
     transport._pool._network_backend = _DeadlineBackend()  # noqa: SLF001
     return transport

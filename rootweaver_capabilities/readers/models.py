@@ -46,7 +46,7 @@ MODELS_DIR_ENV = "ROOTWEAVER_MODELS_DIR"
 LLAMA_CPP_PIN = "llama-cpp-python[server]==0.3.36"  # [server]: scripts/local_reader.py serves it over HTTP
 # The default native build dies with "Illegal instruction" on VMs whose CPU reports AMX
 # but does not enable it; these flags target plain AVX2 machines. README's install
-# command and .ci/run pass the same string (tests/test_reader_models.py checks it).
+# command and .ci/run pass the same string (tests/readers/test_reader_models.py checks it).
 LLAMA_CPP_CMAKE_ARGS = (
     "-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON "
     "-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"

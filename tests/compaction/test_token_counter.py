@@ -14,7 +14,7 @@ from tokenizers.pre_tokenizers import Whitespace
 
 from rootweaver_innovations.compaction.packing import QwenTokenCounter, default_token_counter
 
-DATA = Path(__file__).resolve().parent.parent / "evals" / "data" / "hotpotqa.jsonl.gz"
+DATA = Path(__file__).resolve().parents[2] / "evals" / "data" / "hotpotqa.jsonl.gz"
 
 
 def encoded(counter: QwenTokenCounter, text: str) -> int:

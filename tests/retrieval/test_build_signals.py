@@ -20,7 +20,7 @@ import pytest
 
 from rootweaver_innovations.retrieval.index import build_index
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 GRACE_S = 5.0
 
 

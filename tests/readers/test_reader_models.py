@@ -16,7 +16,7 @@ from rootweaver_capabilities.readers.models import (
     ensure_model,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_cache_folder_follows_the_environment(monkeypatch, tmp_path):

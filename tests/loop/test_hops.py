@@ -31,7 +31,7 @@ from rootweaver_innovations.loop.multihop import (
 from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 
 REASONS = {REASON_QUESTION, REASON_COMPARISON, REASON_QUESTION_ENTITY, REASON_TITLE_LINK, REASON_SPAN, REASON_FILL}
-GOLDEN_COVERAGE = Path(__file__).resolve().parents[1] / "evals" / "golden" / "trajectories_coverage.json"
+GOLDEN_COVERAGE = Path(__file__).resolve().parents[2] / "evals" / "golden" / "trajectories_coverage.json"
 
 
 def _p(pid: str, title: str, *sentences: str) -> Passage:

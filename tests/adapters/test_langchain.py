@@ -108,7 +108,7 @@ def test_compressor_keeps_verbatim_sentences_within_the_budget(bm25):
 
 # The README's LangChain example, run as a test (keep the two in sync).
 def _readme_langchain_blocks() -> list[str]:
-    readme = Path(__file__).resolve().parents[1] / "README.md"
+    readme = Path(__file__).resolve().parents[2] / "README.md"
     if not readme.is_file():
         return []
     blocks = re.findall(r"```python\n(.*?)```", readme.read_text(encoding="utf-8"), flags=re.DOTALL)

@@ -57,7 +57,7 @@ def test_one_process_equals_ask_config(tmp_path, golden_questions, capsys):
     got = _answers(tmp_path / "a.jsonl")
     assert sorted(got) == sorted(ids)
     capsys.readouterr()
-    cfg = Path(__file__).resolve().parents[1] / "configs" / "retrieval" / "multi_hop.yaml"
+    cfg = Path(__file__).resolve().parents[2] / "configs" / "retrieval" / "multi_hop.yaml"
     assert main(["ask", "--config", str(cfg), "--json", golden_questions[0].question]) == 0
     assert json.loads(capsys.readouterr().out) == {k: v for k, v in got["q0"].items() if k != "id"}
 

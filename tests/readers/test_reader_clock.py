@@ -2,7 +2,7 @@
 the model and tokenizer before the clock starts, and a reader that misses its deadline
 says so once, on stderr, with the measured load and answer times.
 
-The servers are tests/test_llm_faults.py's raw sockets: an instant healthy one (the issue's
+The servers are tests/readers/test_llm_faults.py's raw sockets: an instant healthy one (the issue's
 `--reader openai --timeout 2` fell back "after 0 attempts" while the tokenizer loaded) and
 a hanging one (a reader too slow for its deadline).
 """

@@ -21,7 +21,7 @@ from rootweaver_innovations.documents.folders import (
     passage_record,
 )
 
-DOCS = Path(__file__).parent / "data" / "docs"
+DOCS = Path(__file__).resolve().parents[1] / "data" / "docs"
 QUESTION = "Who was the vizier of Ebla after one who had served king Ishar Damu for 17 years?"
 
 
@@ -257,7 +257,7 @@ def test_sigterm_while_a_folder_is_chunked_leaves_nothing(tmp_path):
     out = tmp_path / "idx"
     proc = subprocess.Popen([sys.executable, "-m", "rootweaver_capabilities.cli.main", "index", "build", str(folder),
                              "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+                            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob(".idx.building-*")) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)

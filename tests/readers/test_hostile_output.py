@@ -10,7 +10,7 @@ safely, and the API key never comes back out.
   by an oracle that decodes every base64 run and percent escape it finds.
 - Replies: a gzip bomb is refused at ``max_reply_bytes``; ``null`` content has its own kind.
 
-The echoing servers are raw sockets (``tests/test_llm_faults.py``'s): no real server echoes
+The echoing servers are raw sockets (``tests/readers/test_llm_faults.py``'s): no real server echoes
 a key, so that fault is injected.
 """
 

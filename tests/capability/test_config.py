@@ -19,7 +19,7 @@ from rootweaver_capabilities.config import (
     knob_reference,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SHIPPED = REPO / "configs" / "retrieval" / "multi_hop.yaml"
 
 

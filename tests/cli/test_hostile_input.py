@@ -28,7 +28,7 @@ from rootweaver_innovations.documents.demo import load_questions
 
 from strategies import ALIAS_BOMB, config_mappings, config_texts, deep_nesting, json_values, qa_rows_with_a_hole
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 HANG_S = 1.0
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
