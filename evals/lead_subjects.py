@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 
 from rootweaver_innovations.documents.corpus import split_sentences
-from rootweaver_innovations.text import lead_subject
+from rootweaver_innovations.conventions.wikipedia.subjects import lead_subject
 from rootweaver_innovations.loop.titles import title_keys
 
 from .datasets import DATASETS, build_open_pool, load_rows

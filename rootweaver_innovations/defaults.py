@@ -10,8 +10,8 @@ names, in this order.
 
 from __future__ import annotations
 
-__all__ = ["BUILTIN_STRATEGIES", "CHUNK_TOKENS", "DEFAULT_BUDGET_TOKENS", "DEFAULT_STRATEGY", "LINE_STRATEGY",
-           "MAX_RECORD_BYTES", "OVERLAP_TOKENS", "PACKING_STRATEGIES"]
+__all__ = ["BUILTIN_CONVENTIONS", "BUILTIN_STRATEGIES", "CHUNK_TOKENS", "DEFAULT_BUDGET_TOKENS", "DEFAULT_CONVENTIONS",
+           "DEFAULT_STRATEGY", "LINE_STRATEGY", "MAX_RECORD_BYTES", "OVERLAP_TOKENS", "PACKING_STRATEGIES"]
 
 MAX_RECORD_BYTES = 1 << 20  # the default per-record (per-line) limit: 1 MiB
 CHUNK_TOKENS = 128  # ChunkingSettings.chunk_tokens: largest chunk of a document, in reader tokens
@@ -21,3 +21,5 @@ PACKING_STRATEGIES = ("submodular", "evidence")  # each a PackingCompactor with 
 BUILTIN_STRATEGIES = (LINE_STRATEGY, *PACKING_STRATEGIES)
 DEFAULT_STRATEGY = "evidence"
 DEFAULT_BUDGET_TOKENS = 160  # reader tokens: on 80 even-half HotpotQA questions the 1.5B reader scores F1 .605 here vs .610 at 256, ~20% faster
+BUILTIN_CONVENTIONS = ("wikipedia", "plain")  # conventions.registry registers them, in this order
+DEFAULT_CONVENTIONS = "wikipedia"

@@ -16,7 +16,7 @@ re-run is idempotent): replication is the exporter's job on Sphinx (Manticore's 
 replication is in ``docs/adr/0002``).
 
 Ranking: document field ``content`` = ``subject + " " + title + " " + text`` (a window's
-file subject, as :func:`~rootweaver_innovations.retrieval.retrievers.passage_tokens` indexes it) with
+file subject, as :func:`~rootweaver_innovations.retrieval.tokens.passage_tokens` indexes it) with
 :data:`CHARSET_TABLE` (lowercased letters and digits) and the exact :data:`STOP_WORDS` list,
 lengths counted by the exporter as the local index counts them (attribute ``ntok`` =
 ``len(passage_tokens(p, subject))``). A query is :func:`bm25_tokenize`'s tokens OR-ed
@@ -53,8 +53,11 @@ from typing import Any
 
 from rootweaver_innovations.text import STOP_WORDS, bm25_tokenize
 from rootweaver_innovations.documents.corpus import Passage
-from rootweaver_innovations.retrieval.retrievers import ScoredPassage, passage_tokens
+from rootweaver_innovations.conventions.base import Conventions
+from rootweaver_innovations.conventions.registry import default_conventions
 from rootweaver_innovations.loop.titles import file_subjects
+from rootweaver_innovations.retrieval.retrievers import ScoredPassage
+from rootweaver_innovations.retrieval.tokens import passage_tokens
 
 from rootweaver_capabilities.config import SphinxQLConfig
 
@@ -328,9 +331,12 @@ searchd
 
 
 def export_corpus(passages: Iterable[Passage], nodes: Sequence[tuple[str, int, int]], *, index: str = "rootweaver",
-                  shards: int = 2, batch: int = 500, timeout_s: float = 30.0) -> int:
+                  shards: int = 2, batch: int = 500, timeout_s: float = 30.0,
+                  conventions: Conventions | None = None) -> int:
     """Insert ``passages`` into the RT shards of every node (running, configured by
     :func:`write_node_configs` with the same ``index``/``shards``); the number of passages.
+    Each passage's text carries its file's subject under ``conventions`` (the default member
+    when ``None``; an opened index's, so the engine indexes what the local index does).
 
     Passage ``i`` (0-based, corpus order) is document id ``i + 1`` in shard ``i % shards``;
     ``REPLACE`` makes a re-run idempotent. Raises ``OSError``/``pymysql`` errors when a
@@ -357,7 +363,7 @@ def export_corpus(passages: Iterable[Passage], nodes: Sequence[tuple[str, int, i
             pending[s] = []
 
         read, subjects = tee(passages)  # one pass over any iterable: the subjects run a step ahead at most
-        for i, (p, (_title, subject)) in enumerate(zip(read, file_subjects(subjects))):
+        for i, (p, (_title, subject)) in enumerate(zip(read, file_subjects(subjects, conventions or default_conventions()))):
             s = i % shards
             content = f"{subject} {p.title} {p.text}".translate(_CONTROL)
             pending[s].append((i + 1, content, len(passage_tokens(p, subject)), p.id, p.title.translate(_CONTROL),

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from rootweaver_innovations.answer_rules.comparison import choice_options
+from rootweaver_innovations.conventions.registry import default_conventions
 from rootweaver_innovations.compaction.synth_context import SynthContext
 from rootweaver_innovations.loop.multihop import Answer
 from rootweaver_innovations.records import Fact
@@ -102,9 +102,9 @@ def number_facts(context: SynthContext) -> NumberedContext:
 
 
 def _ask(question: str) -> str:
-    """The question line, and for a choice question (``choice_options``) a line naming its
-    two options: without it the small reader sometimes answers with neither."""
-    options = choice_options(question)
+    """The question line, and for a choice question (the conventions' ``choice_options``) a
+    line naming its two options: without it the small reader sometimes answers with neither."""
+    options = default_conventions().choice_options(question)
     hint = f"\nThe answer is one of: {options[0]}; {options[1]}." if options else ""
     return f"Question: {question}{hint}"
 

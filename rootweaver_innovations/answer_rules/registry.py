@@ -4,15 +4,16 @@ An answer rule (:class:`~rootweaver_innovations.loop.multihop.AnswerRule`) answe
 the loop read, with no reader; the loop tries the configured rules in order and the reader
 answers when none settles the question. A new rule is one module and one
 :func:`register_answer_rule` call, then its name in the config. The built-in:
-``date_comparison`` (:func:`~rootweaver_innovations.answer_rules.comparison.date_comparison_answer`).
+``date_comparison`` (:func:`~rootweaver_innovations.conventions.wikipedia.dates.date_comparison_answer`, which reads
+Wikipedia-style lead sentences).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rootweaver_innovations.answer_rules.comparison import date_comparison_answer
-from rootweaver_innovations.loop.multihop import AnswerRule
+from rootweaver_innovations.conventions.wikipedia.dates import date_comparison_answer
+from rootweaver_innovations.loop.result import AnswerRule
 from rootweaver_innovations.registry import register
 
 __all__ = ["ANSWER_RULES", "DEFAULT_ANSWER_RULES", "answer_rule_names", "make_answer_rules", "register_answer_rule"]

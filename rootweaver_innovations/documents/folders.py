@@ -46,9 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from rootweaver_innovations.compaction.budget import default_token_counter
+from rootweaver_innovations.conventions.base import Conventions
+from rootweaver_innovations.conventions.registry import default_conventions
 from rootweaver_innovations.documents.corpus import CorpusError, Passage, Source, split_sentences
 from rootweaver_innovations.defaults import CHUNK_TOKENS, OVERLAP_TOKENS
-from rootweaver_innovations.text import lead_subject
 
 __all__ = ["DOCUMENT_TYPES", "READING_FILE", "ChunkingSettings", "DocumentScan", "ReadingBudget", "SkippedFile",
            "count_by_reason", "iter_document_passages", "load_documents", "load_reading_budget", "passage_record"]
@@ -170,8 +171,10 @@ def passage_record(p: Passage) -> dict[str, Any]:
 
 
 def load_documents(root: str | Path, settings: ChunkingSettings = ChunkingSettings(),
-                   on_skip: Callable[[SkippedFile], None] | None = None) -> DocumentScan:
-    """Every chunk of the folder ``root`` as passages (see the module docstring)."""
+                   on_skip: Callable[[SkippedFile], None] | None = None,
+                   conventions: Conventions | None = None) -> DocumentScan:
+    """Every chunk of the folder ``root`` as passages (see the module docstring), untitled
+    text named under ``conventions`` (the default member when ``None``)."""
     skipped: list[SkippedFile] = []
 
     def note(s: SkippedFile) -> None:
@@ -179,13 +182,14 @@ def load_documents(root: str | Path, settings: ChunkingSettings = ChunkingSettin
         if on_skip is not None:
             on_skip(s)
 
-    passages = tuple(iter_document_passages(root, settings, note))
+    passages = tuple(iter_document_passages(root, settings, note, conventions or default_conventions()))
     return DocumentScan(passages, len({p.source.path for p in passages}), tuple(skipped))
 
 
-def iter_document_passages(root: str | Path, settings: ChunkingSettings,
-                           on_skip: Callable[[SkippedFile], None]) -> Iterator[Passage]:
-    """The chunks of every supported file under ``root``, file by file in :func:`_walk`'s order;
+def iter_document_passages(root: str | Path, settings: ChunkingSettings, on_skip: Callable[[SkippedFile], None],
+                           conventions: Conventions) -> Iterator[Passage]:
+    """The chunks of every supported file under ``root``, file by file in :func:`_walk`'s order,
+    untitled text named by its paragraphs' lead subjects under ``conventions``;
     ``on_skip`` is called for each file that yields none. :class:`CorpusError` when ``root`` is
     not a readable directory, when the extra ``documents`` is missing, or when no file yields a
     chunk (the message counts the skips by reason)."""
@@ -211,7 +215,7 @@ def iter_document_passages(root: str | Path, settings: ChunkingSettings,
             skip(rel, str(exc))
             continue
         chunks = [(headings, text, subject) for headings, body in sections
-                  for text, subject in _subjects(body, split(body), title)]
+                  for text, subject in _subjects(body, split(body), title, conventions)]
         if not chunks:
             skip(rel, "no text")
             continue
@@ -233,12 +237,13 @@ def iter_document_passages(root: str | Path, settings: ChunkingSettings,
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")  # between paragraphs
 
 
-def _subjects(body: str, chunks: list[str], title: str | None) -> Iterator[tuple[str, str | None]]:
+def _subjects(body: str, chunks: list[str], title: str | None,
+              conventions: Conventions) -> Iterator[tuple[str, str | None]]:
     """Each chunk of ``body`` with the name the paragraph it starts in is about (``None``
     when that paragraph names none, or when the document has a ``title``).
 
-    A paragraph (text between blank lines) is about its lead sentence's
-    :func:`~rootweaver_innovations.text.lead_subject`, else about the last paragraph's that
+    A paragraph (text between blank lines) is about its lead sentence's subject
+    (``conventions.lead_subject``), else about the last paragraph's that
     named one, so a chunk cut in the middle of a paragraph, or starting with the end of one
     paragraph and holding the next, takes the name of the paragraph it starts in, never
     that of a sentence in the middle. A chunk is placed by its first 64 characters, searched
@@ -252,7 +257,7 @@ def _subjects(body: str, chunks: list[str], title: str | None) -> Iterator[tuple
         head = body[at:at + 2000]  # a lead sentence is read from the paragraph's first 2,000 characters
         head = head[: cut.start()] if (cut := _BLANK_LINE.search(head)) else head
         if head.strip():
-            name = lead_subject(split_sentences(head, abbreviations=True)[0]) or name
+            name = conventions.lead_subject(split_sentences(head, abbreviations=True)[0]) or name
             starts.append(at)
             names.append(name)
     at = 0

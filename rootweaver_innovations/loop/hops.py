@@ -26,13 +26,13 @@ ranked by how many question terms its sentence shares.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from itertools import islice
 from pathlib import Path
 
+from rootweaver_innovations.conventions.base import Conventions
 from rootweaver_innovations.documents.corpus import Passage
 from rootweaver_innovations.retrieval.retrievers import Retriever
 from rootweaver_innovations.text import bm25_tokenize, entity_spans
@@ -52,7 +52,6 @@ __all__ = [
     "Proposal",
     "Ranking",
     "TitleIndex",
-    "comparison_entities",
     "entity_spans",
     "load_hop_policy",
     "plan_bridges",
@@ -68,24 +67,6 @@ REASON_QUESTION_ENTITY = "question names a title"
 REASON_TITLE_LINK = "title linked from hop 1"
 REASON_SPAN = "entity in hop 1"
 REASON_FILL = "question, next best passages"
-
-def comparison_entities(question: str) -> tuple[str, str] | None:
-    """The two compared entities of "..., X or Y?" / "Are X and Y ...?" questions, else ``None``."""
-    question = " ".join(question.split())
-    head, sep, tail = question.rstrip("?").rpartition(" or ")
-    if sep:
-        left = entity_spans(head.rpartition(",")[2], skip_initial=False)
-        right = entity_spans(tail, skip_initial=False)
-        if left and right and tail[:1].isupper():
-            return left[-1], right[0]
-    m = re.match(r"^(?:Between|Are|Were|Is|Was|Do|Did)\s+(.+?)\s+and\s+(.+)$", question.rstrip("?"))
-    if m:
-        left = entity_spans(m.group(1), skip_initial=False)
-        right = entity_spans(m.group(2), skip_initial=False)
-        if left and right and m.group(2)[:1].isupper():
-            return left[0], right[0]
-    return None
-
 
 @dataclass(frozen=True, slots=True)
 class HopSchedule:
@@ -221,6 +202,7 @@ def plan_bridges(
     retriever: Retriever,
     index: TitleIndex,
     schedule: HopSchedule,
+    conventions: Conventions,
 ) -> list[Proposal]:
     """The ordered bridge sub-queries after the first hop (see the module docstring).
 
@@ -244,7 +226,7 @@ def plan_bridges(
         """``(row, passage)`` of the passages titled under ``key`` that hop 1 did not take."""
         return [(row, p) for row in index.rows(key) if (p := index.passages[row]).id not in seen_ids]
 
-    used: set[str] = {k for _, p in first_hop for k in passage_keys(p) if not unseen_pages(k)}
+    used: set[str] = {k for _, p in first_hop for k in passage_keys(p, conventions) if not unseen_pages(k)}
 
     def entity_proposal(name: str, reason: str) -> None:
         key = key_of(name)
@@ -255,7 +237,7 @@ def plan_bridges(
         named_sources.extend(unseen[:1])
         head.append(Proposal(_query(name, _unresolved(q_terms, set(key.split()))), reason, tuple(unseen)))
 
-    for name in comparison_entities(question) or ():
+    for name in conventions.compared_entities(question) or ():
         entity_proposal(name, REASON_COMPARISON)
     q_rank: dict[int, int] = {}
     for r, row in enumerate(ranking.rows[: schedule.link_depth]):

@@ -12,29 +12,30 @@ import dataclasses
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from rootweaver_innovations.compaction.budget import Budget
-from rootweaver_innovations.compaction.line import CompactionRequest, CompactionResult
+from rootweaver_innovations.compaction.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, Compactor, make_compactor
 from rootweaver_innovations.compaction.synth_context import SynthContext
+from rootweaver_innovations.conventions.base import Conventions
+from rootweaver_innovations.conventions.registry import default_conventions
 from rootweaver_innovations.documents.corpus import Passage
+from rootweaver_innovations.loop.decompose import RuleDecomposer, fact_tokens, is_answered
+from rootweaver_innovations.loop.files import as_files
 from rootweaver_innovations.loop.hops import (
     REASON_FILL,
     REASON_QUESTION,
     HopPolicyParams,
     TitleIndex,
-    comparison_entities,
-    entity_spans,
     load_hop_policy,
     plan_bridges,
     ranking_of,
     title_keys,
 )
-from rootweaver_innovations.records import Fact, facts_from_passages, join_records, with_subjects
-from rootweaver_innovations.retrieval.retrievers import Retriever
-from rootweaver_innovations.compaction.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, Compactor, make_compactor
-from rootweaver_innovations.text import fold_whitespace, lead_subject, reasoning_key_terms, usual_name
+from rootweaver_innovations.loop.result import Answer, AnswerRule, Decomposer, Hop, MultiHopResult, Synthesizer
 from rootweaver_innovations.loop.titles import id_titled
+from rootweaver_innovations.records import Fact, facts_from_passages
+from rootweaver_innovations.retrieval.retrievers import Retriever
+from rootweaver_innovations.text import reasoning_key_terms
 
 __all__ = [
     "Answer",
@@ -61,180 +62,6 @@ STOP_RULES = ("evidence", "coverage")
 REASON_COVERAGE = "coverage: first open sub-query"
 
 
-class Decomposer(Protocol):
-    """Sub-queries for ``question`` given the facts retrieved so far, in loop order
-    (deterministic; no facts before the first hop)."""
-
-    def __call__(self, question: str, facts: Sequence[Fact]) -> list[str]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    """A synthesised answer, the facts it cites (in citation order), and how it was produced."""
-
-    text: str
-    citations: tuple[Fact, ...] = ()
-    method: str = "extractive"
-
-
-class AnswerRule(Protocol):
-    """An answer computed from all the facts the loop read (the trajectory's, not only the
-    synth context's), with no reader and no prompt; ``None`` when it does not settle the
-    question, and the next rule (then the synthesizer) answers."""
-
-    def __call__(self, question: str, facts: Sequence[Fact]) -> Answer | None: ...
-
-
-class Synthesizer(Protocol):
-    """Answers ``question`` from the synth context, exactly as it will be shown to a reader
-    (its facts, and the text rendered from them)."""
-
-    def __call__(self, question: str, context: SynthContext) -> Answer: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Hop:
-    """One loop iteration: the sub-query issued, the ids of the new passages it added, and why."""
-
-    sub_query: str
-    retrieved_ids: tuple[str, ...]
-    reason: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class MultiHopResult:
-    """Everything one ``multi_hop_search`` decided and produced.
-
-    ``full`` is the trajectory context (every fact, every hop); ``synth`` what synthesis
-    sees: the compacted context, or ``full`` itself when compaction was off
-    (``compaction is None``). Their texts are rendered once, on first use.
-    """
-
-    question: str
-    hops: tuple[Hop, ...]
-    stop_reason: str
-    sub_queries: tuple[str, ...]  # the final decomposition
-    open_terms: tuple[str, ...]
-    full: SynthContext
-    compaction: CompactionResult | None
-    answer: Answer | None = None
-
-    @property
-    def synth(self) -> SynthContext:
-        return self.compaction.context if self.compaction is not None else self.full
-
-    @property
-    def facts(self) -> tuple[Fact, ...]:
-        """Every fact of the trajectory, in loop order."""
-        return self.full.facts
-
-    @property
-    def synth_facts(self) -> tuple[Fact, ...]:
-        """The facts behind the synth context's lines, in context order (all facts when off)."""
-        return self.synth.facts
-
-    @property
-    def full_context(self) -> str:
-        return self.full.text
-
-    @property
-    def synth_context(self) -> str:
-        return self.synth.text
-
-    @property
-    def hop_count(self) -> int:
-        return len(self.hops)
-
-    @property
-    def context_chars(self) -> int:
-        return len(self.synth_context)
-
-    @property
-    def full_context_chars(self) -> int:
-        return len(self.full_context)
-
-    def trajectory(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
-        """(sub-query, retrieved ids) per hop: what must not change with compaction."""
-        return tuple((h.sub_query, h.retrieved_ids) for h in self.hops)
-
-    def compaction_request(self, budget: Budget) -> CompactionRequest:
-        """What a compactor is handed for this trajectory under ``budget`` (the loop's own
-        request; an eval compacting a stored result the way the product would uses it too)."""
-        return CompactionRequest(self.question, self.full, self.open_terms, budget)
-
-
-def _fact_tokens(facts: Sequence[Fact]) -> set[str]:
-    """Lowercase whitespace tokens of the facts' context lines (hop headers are not facts)."""
-    out: set[str] = set()
-    for f in facts:
-        out.update(f.line.lower().split())
-    return out
-
-
-def is_answered(sub_query: str, context_tokens: set[str], threshold: float = 0.6) -> bool:
-    """True when at least ``threshold`` of the sub-query's key terms occur in the context.
-
-    A sub-query with no key terms counts as answered (there is nothing left to look for).
-    """
-    terms = reasoning_key_terms(sub_query)
-    if not terms:
-        return True
-    return sum(t in context_tokens for t in terms) >= threshold * len(terms)
-
-
-def _bare(token: str) -> str:
-    return token.strip(".,;:!?\"'()[]")
-
-
-@dataclass(frozen=True, slots=True)
-class RuleDecomposer:
-    """Deterministic decomposer for bridge and comparison questions (HotpotQA-style).
-
-    Comparison ("Are X and Y both ...", "... X or Y?"): one sub-query per entity plus the
-    question's remaining key terms. Otherwise the question itself, then up to
-    ``max_bridges`` bridge sub-queries: named entities found in the facts retrieved for
-    the question that are neither in the question nor the title of a retrieved passage,
-    each with the question terms its own sentence lacks.
-    """
-
-    max_bridges: int = 2
-
-    def __call__(self, question: str, facts: Sequence[Fact]) -> list[str]:
-        question = " ".join(question.split())
-        pair = comparison_entities(question)
-        if pair is not None:
-            names = {_bare(t) for t in " ".join(pair).lower().split()}
-            rest = [t for t in reasoning_key_terms(question) if _bare(t) not in names]
-            return [" ".join([e, *rest]) for e in pair]
-        return [question, *self._bridges(question, facts)]
-
-    def _bridges(self, question: str, facts: Sequence[Fact]) -> list[str]:
-        if not facts:
-            return []
-        q_lower = question.lower()
-        q_terms = reasoning_key_terms(question)
-        titles = {fold_whitespace(f.title).lower() for f in facts}
-        first_block = [f.body for f in facts if f.hop == 0]  # what the question itself retrieved
-        scored = sorted(
-            enumerate(first_block),
-            key=lambda p: (-len(set(q_terms).intersection(p[1].lower().split())), p[0]),
-        )
-        out: list[str] = []
-        seen: set[str] = set()
-        for _, sentence in scored:
-            sent_tokens = set(sentence.lower().split())
-            for span in entity_spans(sentence):
-                low = span.lower()
-                if low in q_lower or low in titles or low in seen or not reasoning_key_terms(span):
-                    continue
-                seen.add(low)
-                missing = [t for t in q_terms if t not in sent_tokens and t not in low.split()]
-                out.append(" ".join([span, *missing]))
-                if len(out) >= self.max_bridges:
-                    return out
-        return out
-
-
 @dataclass
 class MultiHopRAG:
     """The hop loop with retriever, decomposer, synthesizer and compactor injected.
@@ -256,7 +83,11 @@ class MultiHopRAG:
       the facts do not yet cover to ``answerability_threshold``, ``passages_per_hop`` new
       passages per hop.
 
-    Raises ``ValueError`` on ``max_hops < 1``, ``max_passages < 1``, ``passages_per_hop
+    ``conventions`` (corpus and language rules: compared entities, subjects and their names)
+    defaults to those the title index or the retriever was built under, else the registry's default; ``decomposer`` to a
+    :class:`~rootweaver_innovations.loop.decompose.RuleDecomposer` under them.
+
+    Raises ``ValueError`` on a title index or retriever built under other conventions, ``max_hops < 1``, ``max_passages < 1``, ``passages_per_hop
     < 1``, a threshold outside (0, 1], a ``compaction_budget`` that is not a ``Budget`` or an
     unknown ``stop_rule``. With ``compaction_enabled`` the synth context is ``compactor``'s
     output under ``compaction_budget`` (chars or reader tokens); without it, the full context
@@ -266,7 +97,7 @@ class MultiHopRAG:
     """
 
     retriever: Retriever
-    decomposer: Decomposer = field(default_factory=RuleDecomposer)
+    decomposer: Decomposer | None = None
     synthesizer: Synthesizer | None = None
     answer_rules: tuple[AnswerRule, ...] = ()
     max_hops: int = 10
@@ -279,6 +110,7 @@ class MultiHopRAG:
     stop_rule: str = "evidence"
     title_index: TitleIndex | None = None
     hop_policy: HopPolicyParams = field(default_factory=load_hop_policy)
+    conventions: Conventions | None = None
 
     def __post_init__(self) -> None:
         if self.max_hops < 1:
@@ -295,8 +127,18 @@ class MultiHopRAG:
             raise ValueError(f"stop_rule must be one of {STOP_RULES}, got {self.stop_rule!r}")
         if self.title_index is None:
             self.title_index = getattr(self.retriever, "title_index", None)
+        built = [c for c in (getattr(self.title_index, "conventions", None), getattr(self.retriever, "conventions", None))
+                 if c is not None]
+        if self.conventions is None:
+            self.conventions = built[0] if built else default_conventions()
         if self.title_index is None:
-            self.title_index = TitleIndex(getattr(self.retriever, "passages", ()))
+            self.title_index = TitleIndex(getattr(self.retriever, "passages", ()), conventions=self.conventions)
+        for c in built:
+            if c.name != self.conventions.name:
+                raise ValueError(f"the corpus was indexed under conventions {c.name!r}, the loop was given "
+                                 f"{self.conventions.name!r}")
+        if self.decomposer is None:
+            self.decomposer = RuleDecomposer(conventions=self.conventions)
 
     def _decompose_query(self, question: str, facts: Sequence[Fact]) -> list[str]:
         return self.decomposer(question, facts)
@@ -305,7 +147,7 @@ class MultiHopRAG:
         self, sub_queries: Sequence[str], facts: Sequence[Fact], asked: set[str]
     ) -> tuple[str | None, str]:
         """Next open, not-yet-asked sub-query, or ``(None, stop_reason)``."""
-        tokens = _fact_tokens(facts)
+        tokens = fact_tokens(facts)
         open_ones = [q for q in sub_queries if not is_answered(q, tokens, self.answerability_threshold)]
         if not open_ones:
             return None, STOP_ALL_ANSWERED
@@ -351,7 +193,8 @@ class MultiHopRAG:
         first += self._pulled_neighbours(question, first, seen)
         yield question, REASON_QUESTION, first
         hops = 1
-        for proposal in plan_bridges(question, first, ranking, self.retriever, self.title_index, schedule):
+        bridges = plan_bridges(question, first, ranking, self.retriever, self.title_index, schedule, self.conventions)
+        for proposal in bridges:
             if len(seen) >= self.max_passages:
                 return STOP_PASSAGE_BUDGET
             if hops >= self.max_hops - 1:
@@ -418,65 +261,6 @@ class MultiHopRAG:
                 seen.add(take[1].id)
         return pulled
 
-    def _as_files(self, facts: list[Fact], rows: dict[str, int], question: str) -> list[Fact]:
-        """``facts`` with the records titled by an id read as windows of their files: each run
-        of records read one after the other joined (:func:`~rootweaver_innovations.records.join_records`),
-        and every line given the name the file's first record opens with
-        (:func:`~rootweaver_innovations.records.with_subjects`), in the form the question and
-        the other files' read facts use most (:meth:`_usual_name`: "Danja" rather than "Floyd
-        Hills" when they say "produced by Danja"). ``rows`` maps each read passage id to its
-        row of the title index. One row lookup and one record read per file; a file whose
-        first-read record is outside the index gets no name. Then :meth:`_usual_titles`."""
-        files: dict[str, dict[str, int]] = {}  # id title -> {passage id: row}, in read order
-        for f in facts:
-            if f.id_title:
-                files.setdefault(f.title, {})[f.passage_id] = rows[f.passage_id]
-        after: dict[str, str] = {}
-        subjects: dict[str, str] = {}
-        read = "\n".join((question, *(f.sentence for f in facts)))
-        for title, members in files.items():
-            keys = title_keys(title)
-            if not keys:
-                continue
-            file_rows = self.title_index.rows(keys[0])
-            inside = file_rows and next(iter(members.values())) >= 0
-            lead = self.title_index.passages[file_rows[0]].sentences[:1] if inside else ()
-            if lead and (name := self._usual_name(lead[0], title, facts, read)):
-                subjects[title] = name
-            ids = {row: pid for pid, row in members.items() if row >= 0}
-            for row, pid in ids.items():
-                at = bisect_left(file_rows, row)
-                if at + 1 < len(file_rows) and file_rows[at] == row and file_rows[at + 1] in ids:
-                    after[pid] = ids[file_rows[at + 1]]
-        return self._usual_titles(with_subjects(join_records(facts, after), subjects), read)
-
-    def _usual_titles(self, facts: list[Fact], read: str) -> list[Fact]:
-        """``facts`` with each chunk of a document whose title is the name its paragraph's lead
-        sentence opens with (:mod:`~rootweaver_innovations.documents.folders`: a file without headings)
-        retitled by the form of that name the question and the other read facts use most
-        (:meth:`_usual_name`), as for windows titled by an id. The lead is the first sentence of
-        the first passage the title index has under the title; a title it does not give (the
-        file's name, a document title) is kept, as is any chunk with a heading path."""
-        named: dict[str, str] = {}
-        for f in facts:
-            if f.source is None or f.source.headings or f.title in named:
-                continue
-            keys = title_keys(f.title)
-            first = self.title_index.rows(keys[0])[:1] if keys else ()
-            lead = self.title_index.passages[int(first[0])].sentences[0] if len(first) else ""
-            named[f.title] = (self._usual_name(lead, f.title, facts, read) or f.title
-                              if lead_subject(lead) == f.title else f.title)
-        renamed = {title: name for title, name in named.items() if name != title}
-        return [dataclasses.replace(f, title=renamed[f.title]) if f.source is not None and f.title in renamed else f
-                for f in facts]
-
-    @staticmethod
-    def _usual_name(lead: str, title: str, facts: list[Fact], read: str) -> str | None:
-        """:func:`~rootweaver_innovations.text.usual_name` of ``lead``, names counted in ``read``
-        (the question and every read fact) less in the facts titled ``title`` (the file's own)."""
-        own = "\n".join(f.sentence for f in facts if f.title == title)
-        return usual_name(lead, lambda n: read.count(n) - own.count(n))
-
     def multi_hop_search(self, question: str, on_hop: Callable[[Hop], None] | None = None) -> MultiHopResult:
         """Run the loop for ``question`` (non-empty, else ``ValueError``); ``on_hop`` is called
         with each :class:`Hop` as it is taken (in this thread), before the next one."""
@@ -497,11 +281,11 @@ class MultiHopRAG:
             hops.append(Hop(sub_query, tuple(p.id for _, p in passages), why))
             if on_hop is not None:
                 on_hop(hops[-1])
-        facts = self._as_files(facts, rows, question)
+        facts = as_files(self.title_index, facts, rows, question)
         full = SynthContext(tuple(facts), tuple(h.sub_query for h in hops))
 
         final_subs = tuple(self._decompose_query(question, facts))
-        tokens = _fact_tokens(facts)
+        tokens = fact_tokens(facts)
         open_terms = tuple(dict.fromkeys(
             t for q in final_subs if not is_answered(q, tokens, self.answerability_threshold)
             for t in reasoning_key_terms(q)

@@ -4,11 +4,10 @@ A passage is indexed under its keys (:func:`passage_keys`): those of its title
 (:func:`title_keys`: lowercase ``\\w+`` tokens of the title, of the title without a
 parenthesised qualifier, of the part before the first comma, and of that without a leading
 article), and, for a record titled by an id or a file name (``doc-17``) that its text does
-not repeat, those of the names its lead sentence gives its subject
-(:func:`~rootweaver_innovations.text.subject_names`), and of the first of them with its
-first name as a nickname (``nicknames``: "Michael Taylor" is also "Mick Taylor"). A chunk of
-a document is named by :mod:`~rootweaver_innovations.documents.folders` and keeps its title's keys
-only.
+not repeat, those of the names its lead sentence gives its subject under the corpus's
+conventions (:meth:`~rootweaver_innovations.conventions.base.Conventions.subject_names`). A
+chunk of a document is named by :mod:`~rootweaver_innovations.documents.folders` and keeps
+its title's keys only.
 
 The index is five flat arrays (:class:`TitleArrays`), so the same object works over an
 in-memory corpus (built by :meth:`TitleIndex.build`) and over a saved index, where the
@@ -24,7 +23,7 @@ from __future__ import annotations
 import re
 import unicodedata
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from hashlib import blake2b
@@ -32,8 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
+from rootweaver_innovations.conventions.base import Conventions
+from rootweaver_innovations.conventions.registry import default_conventions
 from rootweaver_innovations.documents.corpus import Passage
-from rootweaver_innovations.text import LEADING_WORDS, STOP_WORDS, WORD, lead_subject, subject_names
+from rootweaver_innovations.text import LEADING_WORDS, STOP_WORDS, WORD
 
 __all__ = [
     "TITLE_COUNTS",
@@ -96,40 +97,19 @@ def title_keys(title: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def passage_keys(passage: Passage) -> tuple[str, ...]:
+def passage_keys(passage: Passage, conventions: Conventions) -> tuple[str, ...]:
     """The keys ``passage`` is indexed under: its title's (:func:`title_keys`), then, when it
     is a record (no ``source``) titled by an id (one token with a digit or one of ``._-/:#``,
     or nothing) that shares no word with its text, those of every name its lead sentence
-    gives its subject (:func:`~rootweaver_innovations.text.subject_names`;
-    ``Passage("doc-17", "doc-17", ("Ibrium was the vizier of Ebla.",))`` -> ``("doc 17",
-    "ibrium")``) and, when the first is two words, those with a nickname of its first word
-    that starts with its letter (:func:`_nicknamed`). A real title, even one its text does
-    not repeat, is kept alone: the first sentence of a paragraph from the middle of a page
-    rarely names anything."""
+    gives its subject under ``conventions`` (``Passage("doc-17", "doc-17", ("Ibrium was the
+    vizier of Ebla.",))`` -> ``("doc 17", "ibrium")`` under ``wikipedia``). A real title, even
+    one its text does not repeat, is kept alone: the first sentence of a paragraph from the
+    middle of a page rarely names anything."""
     keys = title_keys(passage.title)
     if not id_titled(passage):
         return keys
-    names = subject_names(passage.sentences[0])
-    names = (*names, *_nicknamed(names[0])) if names else ()
+    names = conventions.subject_names(passage.sentences[0])
     return tuple(dict.fromkeys((*keys, *(k for name in names for k in title_keys(name)))))
-
-
-@lru_cache(maxsize=1)
-def _nicknames() -> Callable[[str], set[str]]:
-    from nicknames import NickNamer  # the package's table of English given names and their nicknames
-
-    return NickNamer().nicknames_of
-
-
-def _nicknamed(name: str) -> list[str]:
-    """``name`` of two capitalised words with its first one replaced by each of its nicknames
-    that start with the same letter (``nicknames`` package): "Michael Taylor" -> "Micah Taylor",
-    "Mick Taylor", ... (a page opening "Michael Kevin Taylor" is "Mick Taylor" to others)."""
-    words = name.split()
-    if len(words) != 2 or not all(w.isalpha() and w[0].isupper() for w in words):
-        return []
-    first = words[0].lower()
-    return [f"{n.capitalize()} {words[1]}" for n in sorted(_nicknames()(first)) if n[0] == first[0]]
 
 
 def id_titled(passage: Passage) -> bool:
@@ -142,14 +122,14 @@ def id_titled(passage: Passage) -> bool:
             and set(WORD.findall(title.lower())).isdisjoint(WORD.findall(passage.text.lower())))
 
 
-def file_subjects(passages: Iterable[Passage], carry: tuple[str, str] = ("", "")) -> Iterator[tuple[str, str]]:
+def file_subjects(passages: Iterable[Passage], conventions: Conventions,
+                  carry: tuple[str, str] = ("", "")) -> Iterator[tuple[str, str]]:
     """For each of ``passages`` in order, ``(title, subject)`` of the run of records it belongs to.
 
     A run is a stretch of consecutive records (no ``source``) sharing one non-empty title,
     the first of them titled by an id (:func:`id_titled`): the windows a user cut from one
     file and wrote one after the other. Its subject is the name its first record's lead
-    sentence opens with (:func:`~rootweaver_innovations.text.lead_subject`; ``""`` when it
-    names none). Any other passage yields ``("", "")``. ``carry`` is the run the sequence
+    sentence opens with (``conventions.lead_subject``; ``""`` when it names none). Any other passage yields ``("", "")``. ``carry`` is the run the sequence
     continues (the last pair yielded for the records before it; :func:`last_file_subject`),
     so a corpus read in parts gets the subjects of the corpus read whole. One
     :func:`id_titled` and one ``lead_subject`` per run. Runs, not titles, so that a chunk of
@@ -159,11 +139,13 @@ def file_subjects(passages: Iterable[Passage], carry: tuple[str, str] = ("", "")
     title, subject = carry
     for p in passages:
         if not (title and p.title == title and p.source is None):
-            title, subject = (p.title, lead_subject(p.sentences[0]) or "") if p.title and id_titled(p) else ("", "")
+            title, subject = ((p.title, conventions.lead_subject(p.sentences[0]) or "")
+                              if p.title and id_titled(p) else ("", ""))
         yield title, subject
 
 
-def last_file_subject(backwards: Iterable[Passage], carry: tuple[str, str] = ("", "")) -> tuple[str, str]:
+def last_file_subject(backwards: Iterable[Passage], conventions: Conventions,
+                      carry: tuple[str, str] = ("", "")) -> tuple[str, str]:
     """The last pair :func:`file_subjects` gives for a sequence (continuing ``carry``) whose
     records, read from the last one back, are ``backwards``: read only as far back as its
     last run began (one record when the last one's title is not an id)."""
@@ -174,8 +156,8 @@ def last_file_subject(backwards: Iterable[Passage], carry: tuple[str, str] = (""
             break
         run.append(p)
     else:
-        return (*file_subjects(run[::-1], carry),)[-1] if run else carry
-    return (*file_subjects(run[::-1]),)[-1] if run else ("", "")
+        return (*file_subjects(run[::-1], conventions, carry),)[-1] if run else carry
+    return (*file_subjects(run[::-1], conventions),)[-1] if run else ("", "")
 
 
 @lru_cache(maxsize=1 << 16)
@@ -345,14 +327,19 @@ def _inside_longer_name(text: str, words: Sequence[re.Match], start: int, end: i
 class TitleIndex:
     """Normalised passage titles -> passages (corpus order), and title mentions in a text.
 
-    ``TitleIndex(passages)`` indexes ``passages`` in memory; ``TitleIndex(passages, arrays)``
-    wraps prebuilt :class:`TitleArrays` whose rows index ``passages`` (e.g. a saved index's).
+    ``TitleIndex(passages)`` indexes ``passages`` in memory under ``conventions`` (the default
+    member when ``None``); ``TitleIndex(passages, arrays, conventions)`` wraps prebuilt
+    :class:`TitleArrays` whose rows index ``passages`` (e.g. a saved index's, built under
+    ``conventions``). ``conventions`` is kept: the loop reads the corpus under the same rules.
     """
 
-    def __init__(self, passages: Sequence[Passage], arrays: TitleArrays | None = None):
+    def __init__(self, passages: Sequence[Passage], arrays: TitleArrays | None = None,
+                 conventions: Conventions | None = None):
         self._passages = passages
-        self._a = arrays if arrays is not None else \
-            TitleArrays.merge([TitleBatch.from_keys(map(passage_keys, passages), 0)])
+        self.conventions = conventions or default_conventions()
+        if arrays is None:
+            arrays = TitleArrays.merge([TitleBatch.from_keys((passage_keys(p, self.conventions) for p in passages), 0)])
+        self._a = arrays
         self._rows_by_id: dict[str, int] | None = None
 
     def __len__(self) -> int:

@@ -5,7 +5,7 @@ lowercase word tokens (``\\w+``), English stop words from
 :data:`rootweaver_innovations.text.STOP_WORDS` removed, no stemming. A passage is
 indexed as ``title + " " + text``, so a query naming an entity finds its page; a record
 titled by an id (a window of a user's file) has no such title, and is indexed with its
-file's subject before it (:func:`passage_tokens`).
+file's subject before it (:func:`~rootweaver_innovations.retrieval.tokens.passage_tokens`).
 
 ``DenseRetriever`` ranks by cosine of sentence embeddings (an injected
 :class:`~rootweaver_innovations.retrieval.embeddings.Embedder`); ``HybridRetriever`` fuses any
@@ -20,18 +20,20 @@ the Robertson idf (with a Lucene-idf fallback for queries it scores all-zero, se
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
-from rootweaver_innovations.retrieval.bm25_matrix import BM25Matrix, build_matrix, idf_weights
+from rootweaver_innovations.conventions.base import Conventions
+from rootweaver_innovations.conventions.registry import default_conventions
 from rootweaver_innovations.documents.corpus import Passage
+from rootweaver_innovations.loop.titles import TitleIndex
+from rootweaver_innovations.retrieval.bm25_matrix import BM25Matrix, build_matrix, idf_weights
 from rootweaver_innovations.retrieval.embeddings import Embedder
-from rootweaver_innovations.text import STOP_WORDS, WORD, bm25_tokenize
-from rootweaver_innovations.loop.titles import TitleIndex, file_subjects
+from rootweaver_innovations.retrieval.tokens import corpus_tokens
+from rootweaver_innovations.text import bm25_tokenize
 
 
 __all__ = [
@@ -40,15 +42,11 @@ __all__ = [
     "HybridRetriever",
     "Retriever",
     "ScoredPassage",
-    "bm25_tokenize",
-    "passage_tokens",
     "rrf_fuse",
-    "tokenizer_settings",
     "top_k_indices",
 ]
 
 BACKENDS = ("bm25s", "rank_bm25")
-EMPTY_TOKEN = "<empty>"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,30 +89,6 @@ def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:
     return cand[np.lexsort((cand, -scores[cand]))][:k]
 
 
-def passage_tokens(passage: Passage, subject: str = "") -> list[str]:
-    """What BM25 indexes for ``passage``: the tokens of ``subject + " " + title + " " + text``,
-    or ``[EMPTY_TOKEN]`` when there are none (so every passage has a length). ``subject`` is
-    the name of the file a record titled by an id was cut from, as
-    :func:`~rootweaver_innovations.loop.titles.file_subjects` gives it ("" for any other passage):
-    the window "He received the Nobel Prize in 1921" of a file opening "Albert Einstein
-    was ..." is found by a query naming Einstein, as a titled page would be."""
-    return bm25_tokenize(f"{subject} {passage.title} {passage.text}") or [EMPTY_TOKEN]
-
-
-def _tokens(passages: Sequence[Passage]) -> Iterator[list[str]]:
-    """:func:`passage_tokens` of each of ``passages``, with its file's subject."""
-    for p, (_title, subject) in zip(passages, file_subjects(passages)):
-        yield passage_tokens(p, subject)
-
-
-def tokenizer_settings() -> dict[str, object]:
-    """Everything that decides :func:`passage_tokens`; a saved index records it and is
-    refused when it differs from the running code's."""
-    stop = hashlib.sha256("\n".join(sorted(STOP_WORDS)).encode()).hexdigest()
-    return {"pattern": WORD.pattern, "lowercase": True, "stop_words_sha256": stop, "empty_token": EMPTY_TOKEN,
-            "fields": "file subject (titles.file_subjects) + ' ' + title + ' ' + text"}
-
-
 class BM25Retriever:
     """BM25 over a fixed sequence of passages.
 
@@ -136,7 +110,8 @@ class BM25Retriever:
     builds anything at query time.
     """
 
-    def __init__(self, passages: Sequence[Passage], backend: str = "bm25s", k1: float = 1.5, b: float = 0.75):
+    def __init__(self, passages: Sequence[Passage], backend: str = "bm25s", k1: float = 1.5, b: float = 0.75,
+                 conventions: Conventions | None = None):
         if backend not in BACKENDS:
             raise ValueError(f"unknown BM25 backend {backend!r}; choose one of {sorted(BACKENDS)}")
         if not passages:
@@ -144,27 +119,30 @@ class BM25Retriever:
         self.passages: Sequence[Passage] = list(passages)
         self.backend = backend
         self.title_index: TitleIndex | None = None  # the loop builds one over ``passages`` when it needs it
+        self.conventions = conventions or default_conventions()
         self._okapi = None
         if backend == "rank_bm25":
             from rank_bm25 import BM25Okapi
 
-            tokens = list(_tokens(self.passages))
+            tokens = list(corpus_tokens(self.passages, self.conventions))
             self._okapi = BM25Okapi(tokens, k1=k1, b=b)
             self._matrix = build_matrix(tokens, k1, b)
         else:  # a generator: no token lists of the whole corpus are kept
-            self._matrix = build_matrix(_tokens(self.passages), k1, b)
+            self._matrix = build_matrix(corpus_tokens(self.passages, self.conventions), k1, b)
 
     @classmethod
-    def from_matrix(cls, passages: Sequence[Passage], matrix: BM25Matrix,
-                    title_index: TitleIndex | None = None) -> BM25Retriever:
+    def from_matrix(cls, passages: Sequence[Passage], matrix: BM25Matrix, title_index: TitleIndex | None = None,
+                    conventions: Conventions | None = None) -> BM25Retriever:
         """The ``bm25s``-backend retriever over a prebuilt ``matrix`` whose columns index
-        ``passages`` (same length, same order), carrying ``title_index`` (the passages' saved
-        title index, which the loop then uses instead of building one); nothing is copied."""
+        ``passages`` (same length, same order), built under ``conventions`` (the title index's
+        when ``None``, else the default), carrying ``title_index`` (the passages' saved title
+        index, which the loop then uses instead of building one); nothing is copied."""
         if len(passages) != matrix.num_docs:
             raise ValueError(f"{len(passages)} passages for a BM25 matrix of {matrix.num_docs}")
         self = cls.__new__(cls)
         self.passages, self.backend, self._matrix, self._okapi = passages, "bm25s", matrix, None
         self.title_index = title_index
+        self.conventions = conventions or (title_index.conventions if title_index is not None else default_conventions())
         return self
 
     def scores(self, query: str) -> np.ndarray:

@@ -102,7 +102,7 @@ def test_split_sentences_keeps_initials_and_abbreviations_together_when_asked():
     ("Since 1990 the company had grown.", None),
 ])
 def test_lead_subject_names_what_a_lead_sentence_is_about(sentence, subject):
-    from rootweaver_innovations.text import lead_subject, subject_names
+    from rootweaver_innovations.conventions.wikipedia.subjects import lead_subject, subject_names
 
     assert lead_subject(sentence) == subject
     assert subject_names(sentence)[:1] == ((subject,) if subject else ())
@@ -115,7 +115,7 @@ def test_lead_subject_names_what_a_lead_sentence_is_about(sentence, subject):
     ("Ibrium (24th century BC), also spelt Ebrium, was the vizier of Ebla.", ("Ibrium",)),
 ])
 def test_a_name_ending_at_a_comma_is_a_subject_only_when_a_lead_goes_on(sentence, names):
-    from rootweaver_innovations.text import lead_subject, subject_names
+    from rootweaver_innovations.conventions.wikipedia.subjects import lead_subject, subject_names
 
     assert subject_names(sentence) == names
     assert lead_subject(sentence) == sentence.split(",")[0].split(" (")[0]  # the reader's label is unchanged
@@ -139,7 +139,7 @@ def test_a_name_ending_at_a_comma_is_a_subject_only_when_a_lead_goes_on(sentence
     ("In 1912, he was elected.", ()),
 ])
 def test_subject_names_are_every_name_a_lead_sentence_gives(sentence, names):
-    from rootweaver_innovations.text import subject_names
+    from rootweaver_innovations.conventions.wikipedia.subjects import subject_names
 
     assert subject_names(sentence) == names
 
@@ -153,7 +153,7 @@ LEADS = ("Marshall Bruce Mathers III (born October 17, 1972), known professional
     ("Eminem", "Marshall Mathers", "Marshall Bruce", "Anne Bancroft", "Anna Italiano", "Kansas City Southern")),
     st.integers(0, 3)))
 def test_the_usual_name_is_a_name_of_the_lead_counted_at_least_as_often_as_its_subject(sentence, counts):
-    from rootweaver_innovations.text import lead_subject, subject_names, usual_name
+    from rootweaver_innovations.conventions.wikipedia.subjects import lead_subject, subject_names, usual_name
 
     name = usual_name(sentence, lambda n: counts.get(n, 0))
     if lead_subject(sentence) is None:

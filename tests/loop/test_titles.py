@@ -20,6 +20,7 @@ from rootweaver_innovations.documents.demo import DEMO_CORPUS
 from rootweaver_innovations.retrieval.index import IndexFormatError, build_index, open_index
 from rootweaver_innovations.loop.multihop import MultiHopRAG
 from rootweaver_innovations.retrieval.retrievers import BM25Retriever
+from rootweaver_innovations.conventions.registry import get_conventions
 from rootweaver_innovations.loop.titles import (
     TITLE_FILES,
     TitleArrays,
@@ -36,6 +37,8 @@ from rootweaver_innovations.loop.titles import (
 NAMES = ("Ernst", "Mach", "Prague", "Charles", "University", "The", "Who", "of", "Río", "1923", "(film)", ",")
 titles = st.lists(st.sampled_from(NAMES), min_size=1, max_size=4).map(" ".join)
 texts = st.lists(st.sampled_from((*NAMES, "ernst", "mach", "taught", "in", ".")), max_size=25).map(" ".join)
+
+WIKIPEDIA = get_conventions("wikipedia")
 
 
 def _passages(names: list[str]) -> list[Passage]:
@@ -88,7 +91,7 @@ def test_an_empty_corpus_and_titles_of_stop_words_have_no_keys():
 @settings(max_examples=80, deadline=None)
 def test_a_record_keeps_its_title_keys_first_and_only_an_id_title_gains_names(title, sentences):
     p = Passage("p0", title, tuple(sentences))
-    keys = passage_keys(p)
+    keys = passage_keys(p, WIKIPEDIA)
     assert keys[: len(title_keys(title))] == title_keys(title) and len(set(keys)) == len(keys)
     if " " in title.strip() or not any(c.isdigit() or c in "._-/:#" for c in title):
         assert keys == title_keys(title)  # a real title (several words, or no digit or separator)
@@ -97,11 +100,11 @@ def test_a_record_keeps_its_title_keys_first_and_only_an_id_title_gains_names(ti
 def test_a_person_titled_by_an_id_is_also_indexed_under_the_nicknames_of_the_first_name():
     mick = Passage("p1", "doc-p1", ("Michael Kevin Taylor (born 17 January 1949) is an English musician.",))
     titled = Passage("p2", "Michael Kevin Taylor", ("Michael Kevin Taylor (born 17 January 1949) is a musician.",))
-    keys = passage_keys(mick)
+    keys = passage_keys(mick, WIKIPEDIA)
     assert keys[:4] == ("doc p1", "michael taylor", "michael kevin taylor", "michael k taylor")
     assert {"mick taylor", "mike taylor"} <= set(keys) and not any(k.startswith("bill") for k in keys)
     assert [p.id for p in TitleIndex([mick, titled]).pages("mick taylor")] == ["p1"]  # a real title is kept alone
-    assert passage_keys(Passage("p3", "doc-p3", ("Life University is a private university.",))) == (
+    assert passage_keys(Passage("p3", "doc-p3", ("Life University is a private university.",)), WIKIPEDIA) == (
         "doc p3", "life university")  # no nickname of "Life" starts with an l
 
 
@@ -114,10 +117,10 @@ def test_an_id_title_the_text_does_not_repeat_is_indexed_under_the_lead_subject_
                 Passage("p4", "notes.txt", ("These notes are Prague's.",)),  # the text repeats a title word
                 Passage("p5", "doc-p5", ("Prague is old.",), Source("a.txt", (), 0, None, None))]  # a chunk
     index = TitleIndex(passages)
-    assert passage_keys(passages[0]) == ("doc p1", "ernst mach", "ernst waldfried josef mach", "ernst w j mach")
+    assert passage_keys(passages[0], WIKIPEDIA) == ("doc p1", "ernst mach", "ernst waldfried josef mach", "ernst w j mach")
     assert [p.id for p in index.pages("prague")] == ["p2"]
     assert [m.key for m in index.mentions("Ernst Mach taught in Prague.")] == ["ernst mach", "prague"]
-    assert [p.id for p in index.pages("vienna")] == ["p3"] and passage_keys(passages[3]) == ("notes txt",)
+    assert [p.id for p in index.pages("vienna")] == ["p3"] and passage_keys(passages[3], WIKIPEDIA) == ("notes txt",)
 
 
 def test_an_id_title_is_left_out_of_the_fact_line_and_its_records_are_one_document():
@@ -212,12 +215,12 @@ def test_a_retriever_without_titles_gets_one_built_by_the_loop(demo_passages):
 @settings(max_examples=60, deadline=None)
 def test_file_subjects_are_the_same_when_the_corpus_is_read_in_two_parts(rows, cut):
     passages = [Passage(f"p{i}", t, (s,)) for i, (t, s) in enumerate(rows)]
-    whole = list(file_subjects(passages))
-    head = list(file_subjects(passages[:cut]))
-    carry = last_file_subject(reversed(passages[:cut]))
+    whole = list(file_subjects(passages, WIKIPEDIA))
+    head = list(file_subjects(passages[:cut], WIKIPEDIA))
+    carry = last_file_subject(reversed(passages[:cut]), WIKIPEDIA)
     assert carry == (head[-1] if head else ("", ""))
-    assert head + list(file_subjects(passages[cut:], carry)) == whole
-    assert last_file_subject(reversed(passages[cut:]), carry) == (whole[-1] if whole else ("", ""))
+    assert head + list(file_subjects(passages[cut:], WIKIPEDIA, carry)) == whole
+    assert last_file_subject(reversed(passages[cut:]), WIKIPEDIA, carry) == (whole[-1] if whole else ("", ""))
     for p, (title, subject) in zip(passages, whole):
         assert title in ("", p.title) and (title or not subject)
 
@@ -226,4 +229,4 @@ def test_a_run_of_windows_takes_the_subject_of_its_first_and_a_titled_page_ends_
     rows = [("doc-1.txt", "Ernst Mach (born 1838) was a physicist."), ("doc-1.txt", "He taught in Prague."),
             ("Prague", "Prague is a city."), ("doc-1.txt", "it rained."), ("doc-2.txt", "Prague is a city.")]
     passages = [Passage(f"p{i}", t, (s,)) for i, (t, s) in enumerate(rows)]
-    assert [s for _t, s in file_subjects(passages)] == ["Ernst Mach", "Ernst Mach", "", "", "Prague"]
+    assert [s for _t, s in file_subjects(passages, WIKIPEDIA)] == ["Ernst Mach", "Ernst Mach", "", "", "Prague"]

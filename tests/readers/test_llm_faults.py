@@ -31,7 +31,7 @@ import pytest
 from rootweaver_capabilities import MultiHopCapability, MultiHopConfig, RequestContext
 from rootweaver_capabilities.cli.main import main
 from rootweaver_capabilities.readers.llm import LLMSynthesizer, OpenAIChatClient, scrub
-from rootweaver_innovations.answer_rules.comparison import choice_options
+from rootweaver_innovations.conventions.wikipedia.questions import choice_options
 from rootweaver_innovations.documents.demo import demo_passages, load_questions
 from rootweaver_innovations.answer_rules.extractive import extractive_answer
 from rootweaver_innovations.compaction.synth_context import SynthContext

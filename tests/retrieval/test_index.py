@@ -23,13 +23,9 @@ from rootweaver_innovations.documents.demo import DEMO_CORPUS
 from rootweaver_innovations.retrieval.index import FORMAT_VERSION, IndexFormatError, build_index, open_index
 from rootweaver_innovations.loop.multihop import MultiHopRAG
 from rootweaver_innovations.loop.titles import TITLE_FILES
-from rootweaver_innovations.retrieval.retrievers import (
-    EMPTY_TOKEN,
-    BM25Retriever,
-    bm25_tokenize,
-    passage_tokens,
-    top_k_indices,
-)
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever, top_k_indices
+from rootweaver_innovations.retrieval.tokens import EMPTY_TOKEN, passage_tokens
+from rootweaver_innovations.text import bm25_tokenize
 
 WORDS = ("acme", "rocket", "launch", "paris", "river", "born", "film", "director", "1923", "song", "the", "of")
 texts = st.lists(st.sampled_from(WORDS), min_size=0, max_size=7).map(" ".join)
@@ -195,9 +191,9 @@ def test_damaged_files_and_another_corpus_are_refused(demo_index, tmp_path):
 
 
 def test_a_tokenizer_change_in_the_code_is_refused(demo_index, monkeypatch):
-    from rootweaver_innovations.retrieval import index as index_module
+    from rootweaver_innovations.retrieval import manifest as manifest_module
 
-    monkeypatch.setattr(index_module, "tokenizer_settings", lambda: {"pattern": "changed"})
+    monkeypatch.setattr(manifest_module, "tokenizer_settings", lambda: {"pattern": "changed"})
     with pytest.raises(IndexFormatError, match="other tokenizer settings"):
         open_index(demo_index)
 
@@ -287,7 +283,7 @@ def test_cli_index_build_info_and_ask(tmp_path, capsys):
     assert "598 passages" in capsys.readouterr().out
     assert main(["index", "info", str(out), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["format_version"] == FORMAT_VERSION == 4 and set(info["components"]) == {"passages", "bm25", "titles"}
+    assert info["format_version"] == FORMAT_VERSION == 5 and info["conventions"]["name"] == "wikipedia" and set(info["components"]) == {"passages", "bm25", "titles"}
     assert all(size for size in info["file_bytes"].values())
     assert main(["index", "info", str(out)]) == 0
     assert "component bm25" in capsys.readouterr().out

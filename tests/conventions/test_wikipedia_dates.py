@@ -6,12 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.answer_rules.comparison import (
-    COMPARISON_METHOD,
-    choice_options,
-    compare_dates,
-    date_comparison_answer,
-)
+from rootweaver_innovations.conventions.wikipedia.dates import COMPARISON_METHOD, compare_dates, date_comparison_answer
+from rootweaver_innovations.conventions.wikipedia.questions import choice_options
 from rootweaver_innovations.documents.corpus import Passage
 from rootweaver_innovations.loop.multihop import Answer, MultiHopRAG
 from rootweaver_innovations.compaction.packing import Budget

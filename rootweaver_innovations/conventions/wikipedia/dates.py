@@ -1,6 +1,4 @@
-"""Choice questions: the two options they offer (:func:`choice_options`, named in the
-reader's prompt), and date comparisons computed from the trajectory's facts instead of
-guessed by a small reader.
+"""Date comparisons computed from the trajectory's facts instead of guessed by a small reader.
 
 "Who was born first, A or B?", "Which film was released later, A or B?": the answer is the
 option whose year is earlier (or later). The 1.5B reader, shown both dates, got none of
@@ -26,12 +24,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rootweaver_innovations.loop.hops import comparison_entities, title_keys
-from rootweaver_innovations.loop.multihop import Answer
+from rootweaver_innovations.conventions.wikipedia.questions import choice_options
+from rootweaver_innovations.loop.result import Answer
+from rootweaver_innovations.loop.titles import title_keys
 from rootweaver_innovations.records import Fact
 from rootweaver_innovations.text import MONTH_PATTERN, entity_spans
 
-__all__ = ["COMPARISON_METHOD", "DateComparison", "choice_options", "compare_dates", "date_comparison_answer"]
+__all__ = ["COMPARISON_METHOD", "DateComparison", "compare_dates", "date_comparison_answer"]
 
 COMPARISON_METHOD = "computed: date comparison"
 
@@ -46,49 +45,6 @@ _YEAR = re.compile(rf"(?<!\d)(1[0-9]{{3}}|20[0-9]{{2}})(?=\d{{1,2}} (?:{MONTH_PA
 _DIRECTOR = re.compile(r"\bwhose director\b|\b(?:has|with) the director\b", re.IGNORECASE)
 _RELATION = re.compile(r"\bwhose\b|\b(?:has|with) the \w+ (?:who|that)\b", re.IGNORECASE)  # another entity's date
 _DIRECTED_BY = re.compile(r"\bdirected by\s+")
-_QUESTION_WORD = re.compile(
-    r"^(?:Which|What|Who|Whom|Whose|Was|Were|Is|Are|Did|Do|Does|Has|Have)\b\s*(?:(?:The|A|An)\s+)?"
-)
-_LOWER_ARTICLE = re.compile(r"^(?:the|a|an)\s+")
-_MAX_OPTION_WORDS = 10
-
-
-def _named(text: str) -> bool:
-    return bool(text) and (text[0].isupper() or text[0].isdigit()) and len(text.split()) <= _MAX_OPTION_WORDS
-
-
-def _literal_options(question: str) -> tuple[str, str] | None:
-    """"..., A or B?" read literally: A after the last comma, B up to the question mark
-    (a lower-case leading article dropped), so "In the Company of Men" stays whole."""
-    head, sep, tail = question.rstrip(" ?.").rpartition(" or ")
-    if not sep or ", " not in head or "," in tail:
-        return None
-    a = _LOWER_ARTICLE.sub("", head.rpartition(", ")[2].strip(" ,"))
-    b = _LOWER_ARTICLE.sub("", tail.strip())
-    return (a, b) if _named(a) and _named(b) and a != b else None
-
-
-def choice_options(question: str) -> tuple[str, str] | None:
-    """The two options a choice question offers ("Which ..., A or B?", "Between A and B,
-    who ...?", "Was A or B ...?"), for a reader to choose from and for :func:`compare_dates`;
-    ``None`` for any other question, a yes/no one such as "Are A and B both ...?" included.
-
-    After a comma the options are read literally (each at most ten words, starting with a
-    capital or a digit); otherwise they are entity spans, without a leading question word
-    ("Was A or B ...?") or an article after it.
-    """
-    question = " ".join(question.split())
-    literal = _literal_options(question)
-    if literal is not None:
-        return literal
-    options = comparison_entities(question)
-    if options is None:
-        return None
-    _, sep, tail = question.rpartition(" or ")
-    if not (sep and options[1] in tail) and not question.startswith("Between "):
-        return None
-    a, b = (_QUESTION_WORD.sub("", option) for option in options)
-    return (a, b) if a and b and a != b else None
 
 
 @dataclass(frozen=True, slots=True)
