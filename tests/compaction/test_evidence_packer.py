@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from strategies import budgets, candidate_lists, queries
 
 from rootweaver_innovations.compaction.evidence import EvidenceParams, ProblemFeatures, score
-from rootweaver_innovations.compaction.evidence.features import _holders, _lead_entity
+from rootweaver_innovations.compaction.evidence.cues import lead_entity as _lead_entity
+from rootweaver_innovations.compaction.evidence.links import holders as _holders
 from rootweaver_innovations.compaction.packing import POLICIES, Budget, Candidate, EvidenceModel, fact_candidates, pack
 from rootweaver_innovations.compaction.packing.evidence_policy import _cover, evidence_policy
 from rootweaver_innovations.compaction.packing.knapsack import Knapsack

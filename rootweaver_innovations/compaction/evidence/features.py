@@ -9,7 +9,7 @@ parses a problem once and gives its two feature tables by name:
   document, it names another's title, *second-order* links through a document whose title
   the question names) and the question's words, and the same links without titles: each
   document's *lead entity* (the capitalised name its first sentence opens with,
-  :func:`_lead_entity`) named by another document or by the question, how relevant the
+  :func:`~rootweaver_innovations.compaction.evidence.cues.lead_entity`) named by another document or by the question, how relevant the
   sentence that names it (by title or lead entity) is, the hop that retrieved it and how well
   it matches the sub-query of that hop (``hop`` / ``sub_query`` of its candidates), so
   documents with opaque ids keep most of the signal;
@@ -27,31 +27,17 @@ words, the word pattern, BM25 tokens) comes from :mod:`rootweaver_innovations.te
 
 from __future__ import annotations
 
-import functools
-import re
-from bisect import bisect_right
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import accumulate
-from typing import Protocol, TypeVar
+from typing import Protocol
 
-import ahocorasick
 import numpy as np
 
-from rootweaver_innovations.text import STOP_WORDS, WORD, bm25_tokenize
+from rootweaver_innovations.compaction.evidence import cues
+from rootweaver_innovations.compaction.evidence.links import Sentences, link_matrix, term_incidence
+from rootweaver_innovations.text import WORD, bm25_tokenize
 
 __all__ = ["CostLedger", "EvidenceCandidate", "EvidenceProblem", "ProblemFeatures", "term_incidence"]
-
-_YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})\b")
-_NUMBER = re.compile(r"\d+")
-_CAPITAL = re.compile(r"\b[A-Z][\w'\-]*")
-_PRONOUN = re.compile(r"^(?:He|She|It|They|His|Her|Its|Their|This|These)\b")
-_PAREN = re.compile(r"\s*\(.*\)$")
-_ENTITY_SKIP = frozenset({"the", "a", "an"})  # dropped at the start of a lead entity
-_ENTITY_JOIN = frozenset({"of", "de", "the", "and", "von", "van", "der", "da", "del", "la", "le", "du", "&"})
-_ENTITY_MIN = 4  # chars: shorter lead entities ("He", "It", "U.S") are not matched
-_T = TypeVar("_T")
-
 
 class EvidenceCandidate(Protocol):
     """What the features read of a candidate (:class:`~rootweaver_innovations.compaction.packing.Candidate` is one)."""
@@ -98,193 +84,6 @@ class EvidenceProblem(Protocol):
     def knapsack(self) -> CostLedger: ...
 
 
-def _question_kind(question: str) -> tuple[bool, bool, bool, bool, bool, bool]:
-    """``(when, how_many, who, where, comparison, which)`` cues from the question's wording."""
-    q = question.lower()
-    when = q.startswith("when") or any(k in q for k in ("what year", "which year", "what date"))
-    how_many = any(k in q for k in ("how many", "how much", "how long", "how old", "how tall"))
-    who = q.startswith("who") or " who " in q or "what person" in q
-    where = q.startswith("where") or any(
-        k in q for k in ("what city", "what country", "which city", "which country", "what state")
-    )
-    comparison = " or " in q or "both" in q
-    which = q.startswith(("which", "what"))
-    return when, how_many, who, where, comparison, which
-
-
-_MEMO_CHARS = 1000  # texts up to this long are memoised by _per_text; longer ones are computed every time
-_MEMO_SIZE = 8192  # texts kept per memoised function (at most about 8 MB each however long a server runs)
-
-
-def _per_text(fn: Callable[[str], _T]) -> Callable[[str], _T]:
-    """``fn`` (a pure function of one text) memoised for texts up to ``_MEMO_CHARS`` chars,
-    at most ``_MEMO_SIZE`` of them (least recently used out)."""
-    cached = functools.lru_cache(maxsize=_MEMO_SIZE)(fn)
-
-    @functools.wraps(fn)
-    def call(text: str) -> _T:
-        return cached(text) if len(text) <= _MEMO_CHARS else fn(text)
-
-    return call
-
-
-@_per_text
-def _parse(text: str) -> tuple[tuple[str, ...], tuple[str, ...], bool, bool, bool]:
-    """Question-independent parse of a sentence: ``(lowercased capitalised words, numbers, has a
-    year, starts with a pronoun, birth bracket)`` (memoised, :func:`_per_text`)."""
-    return (
-        tuple(w.lower() for w in _CAPITAL.findall(text)),
-        tuple(_NUMBER.findall(text)),
-        _YEAR.search(text) is not None,
-        _PRONOUN.match(text) is not None,
-        "(born" in text or (" – " in text[:120] and "(" in text[:80]),
-    )
-
-
-@_per_text
-def _words(text: str) -> frozenset[str]:
-    """The distinct ``\\w+`` words of ``text`` (memoised, :func:`_per_text`)."""
-    return frozenset(WORD.findall(text))
-
-
-@_per_text
-def _lead_entity(text: str) -> str:
-    """The leading run of capitalised words of ``text`` (lowercased), the name a lead sentence
-    is about when it has no title: ``"The Oberoi Group is ..."`` gives ``"oberoi group"``.
-    Lowercase joiners (of, de, van, ...) are kept between capitalised words; a run shorter than
-    ``_ENTITY_MIN`` chars, a pronoun or a leading stop word gives ``""``. Memoised (:func:`_per_text`)."""
-    out: list[str] = []
-    pending: list[str] = []
-    for k, raw in enumerate(text.split()):
-        w = raw.strip(",;:\"“”()")
-        if not w or raw[0] == "(":
-            break
-        if not out:  # the name's first word: after an optional leading article, never a stop word
-            low = w.lower()
-            if k == 0 and low in _ENTITY_SKIP:
-                continue
-            if low in STOP_WORDS:  # "In 1912, ...", "As the ...": no name leads
-                return ""
-            if not (w[0].isupper() or w[0].isdigit()):
-                break
-        elif w[0].isupper() or w[0].isdigit():
-            out += pending
-            pending = []
-        elif w.lower() in _ENTITY_JOIN:
-            pending.append(w)
-            continue
-        else:
-            break
-        out.append(w)
-        if raw != w and not raw.endswith("'s"):  # punctuation ends the name
-            break
-    name = " ".join(out)
-    low = name.lower()
-    return "" if len(low) < _ENTITY_MIN or _PRONOUN.match(name) else low
-
-
-@_per_text
-def _bare_title(title: str) -> str:
-    """``title`` lowercased, without a trailing ``"(...)"`` (``"Mercury (planet)"`` gives ``"mercury"``;
-    memoised, :func:`_per_text`)."""
-    return (_PAREN.sub("", title) if "(" in title else title).lower()
-
-
-@_per_text
-def _question_capitals(question: str) -> frozenset[str]:
-    """The question's capitalised words after its first word, lowercased (memoised, :func:`_per_text`)."""
-    return frozenset(w.lower() for w in _CAPITAL.findall(question)[1:])
-
-
-@_per_text
-def _head_words(question: str) -> tuple[str, ...]:
-    """The question's words 2-6 (lowercased) that are not stop words (memoised, :func:`_per_text`)."""
-    return tuple(w for w in WORD.findall(question.lower())[1:6] if w not in STOP_WORDS)
-
-
-def _sub_entity(sub_query: str | None, query: str) -> str:
-    """The entity a follow-up sub-query leads with (``""`` for the question itself or none)."""
-    if not sub_query or sub_query == query:
-        return ""
-    return _lead_entity(sub_query)
-
-
-def _holders(names: Collection[str], joined: str, ends: list[int]) -> dict[str, list[int]]:
-    """For each distinct non-empty name, the texts of ``joined`` (``"\n"``-joined, text ``i``
-    ending before ``ends[i]``) that contain it as a substring, in order; one Aho-Corasick pass
-    over ``joined`` for all names. An empty name is held by no text."""
-    found: dict[str, list[int]] = {name: [] for name in names}
-    automaton = ahocorasick.Automaton()
-    for name in found:
-        if name:
-            automaton.add_word(name, (name, len(name) - 1))
-    if not len(automaton):
-        return found
-    automaton.make_automaton()
-    for end, (name, width) in automaton.iter(joined):
-        i = bisect_right(ends, end - width)
-        if end + 1 < ends[i]:  # inside text i (a name holding "\n" may span two texts: it is in neither)
-            held = found[name]
-            if not held or held[-1] != i:
-                held.append(i)
-    return found
-
-
-@dataclass(frozen=True, slots=True, eq=False)
-class _Sentences:
-    """A problem's lowercased sentences and which of them hold each of a fixed set of names."""
-
-    lowered: list[str]  # per sentence: lowercased text
-    found: dict[str, list[int]]  # name -> the sentences containing it, in order
-
-    @classmethod
-    def of(cls, texts: list[str], names: Collection[str]) -> _Sentences:
-        """``texts`` lowercased and searched for every name of ``names`` (lowercase) at once."""
-        lowered = [t.lower() for t in texts]  # lowercasing may change lengths: offsets from these
-        return cls(lowered, _holders(names, "\n".join(lowered), list(accumulate(len(t) + 1 for t in lowered))))
-
-    def holding(self, name: str) -> list[int]:
-        """The sentences containing ``name``, in order; ``name`` must be one searched by :meth:`of`."""
-        return self.found[name]
-
-
-def _link_matrix(names: list[str], doc: np.ndarray, rel: np.ndarray, sentences: _Sentences
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(links, out, named_rel)``: ``links[j, k]`` when a sentence of document j contains
-    document k's name (never ``j == k``); ``out[i]`` when sentence i contains another
-    document's name; ``named_rel[k]`` the highest ``rel`` of a sentence of another document
-    containing document k's name (``-inf`` when none). A sentence contains a name as a
-    substring (:meth:`_Sentences.holding`); ``doc`` is each sentence's document.
-
-    Memory is bounded by the input, not by the (sentence, named document) pairs: documents
-    sharing one name (a lead entity every line repeats) are handled as one group, so
-    4,558 lines naming one entity cost the ``links`` matrix and O(lines) arrays, not 20
-    million pairs.
-    """
-    n_doc = len(names)
-    links = np.zeros((n_doc, n_doc), dtype=bool)
-    out = np.zeros(len(doc))
-    named_rel = np.full(n_doc, -np.inf)
-    groups: dict[str, list[int]] = {}
-    for d, name in enumerate(names):
-        groups.setdefault(name, []).append(d)
-    for name, members in groups.items():
-        held = np.asarray(sentences.holding(name), dtype=np.int64)
-        if not held.size:
-            continue
-        group = np.asarray(members, dtype=np.int64)
-        held_doc = doc[held]
-        links[np.ix_(np.unique(held_doc), group)] = True  # the diagonal is cleared below
-        others = held if len(group) > 1 else held[held_doc != group[0]]
-        out[others] = 1.0
-        best = int(held[np.argmax(rel[held])])  # the best sentence, then the best of another document
-        rest = held[held_doc != doc[best]]
-        second = float(rel[rest].max()) if rest.size else -np.inf
-        named_rel[group] = np.where(group == doc[best], second, rel[best])
-    np.fill_diagonal(links, False)
-    return links, out, named_rel
-
-
 @dataclass(frozen=True, slots=True, eq=False)
 class _Structure:
     """What both models read: per-sentence document facts and the documents' title links."""
@@ -297,11 +96,11 @@ class _Structure:
     in_doc: np.ndarray  # per sentence: its index inside its document (position order)
     titles: list[str]  # per document: lowercased title without a trailing "(...)"
     contents: list[str]  # per sentence: Candidate.content
-    sentences: _Sentences  # the contents lowercased, for substring search
+    sentences: Sentences  # the contents lowercased, for substring search
     links: np.ndarray  # (n_doc, n_doc) bool: document j has a sentence naming document k's title
     bridge_out: np.ndarray  # per sentence: names another document's title
     title_in_q: np.ndarray  # per document
-    entities: list[str]  # per document: the lead entity of its first sentence (see _lead_entity)
+    entities: list[str]  # per document: the lead entity of its first sentence (see cues.lead_entity)
     entity_links: np.ndarray  # (n_doc, n_doc) bool: document j has a sentence naming document k's entity
     entity_out: np.ndarray  # per sentence: names another document's lead entity
     entity_in_q: np.ndarray  # per document: its lead entity occurs in the question
@@ -309,39 +108,6 @@ class _Structure:
     doc_hop: np.ndarray  # per document: the earliest hop that retrieved it (0 when unknown)
     sub_entity: np.ndarray  # per sentence: contains the lead entity of the sub-query that retrieved it
     sub_coverage: np.ndarray  # per sentence: share of its sub-query's terms it contains
-
-
-def term_incidence(terms: Sequence[str], lowered: Sequence[str]) -> np.ndarray:
-    """``bool[n, T]``: whether ``terms[k]`` (a run of ``\\w`` characters) occurs in the
-    already lowercased text ``lowered[i]`` bounded by non-word characters or the text's ends,
-    i.e. is one of its ``\\w+`` tokens.
-
-    Each term is searched once in all texts joined; a text holding it is passed at once, and
-    an unbounded occurrence is skipped whole (an occurrence starting inside it follows a word
-    character).
-    """
-    inc = np.zeros((len(lowered), len(terms)), dtype=bool)
-    if not terms or not lowered:
-        return inc
-    joined = "\n" + "\n".join(lowered) + "\n"  # "\n" is not a word character
-    starts = list(accumulate((len(t) + 1 for t in lowered), initial=1))  # text i: joined[starts[i]:starts[i + 1] - 1]
-    find = joined.find
-    rows: list[int] = []
-    cols: list[int] = []
-    for k, term in enumerate(terms):
-        width = len(term)
-        at = find(term)
-        while at >= 0:
-            before, after = joined[at - 1], joined[at + width]
-            if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):  # re's \w
-                i = bisect_right(starts, at) - 1
-                rows.append(i)
-                cols.append(k)
-                at = find(term, starts[i + 1])
-            else:
-                at = find(term, at + width)
-    inc[rows, cols] = True
-    return inc
 
 
 def _structure(problem: EvidenceProblem) -> _Structure:
@@ -371,22 +137,22 @@ def _structure(problem: EvidenceProblem) -> _Structure:
 
     doc_list = doc.tolist()
     first_of = dict(zip(reversed(doc_list), range(n - 1, -1, -1)))  # document -> its first candidate
-    titles = [_bare_title(cands[first_of[d]].source_key) if d in first_of else "" for d in range(n_doc)]
+    titles = [cues.bare_title(cands[first_of[d]].source_key) if d in first_of else "" for d in range(n_doc)]
     contents = [c.content for c in cands]
     entities = [""] * n_doc
     for i in (in_doc == 0).nonzero()[0].tolist():
-        entities[doc_list[i]] = _lead_entity(contents[i])
+        entities[doc_list[i]] = cues.lead_entity(contents[i])
     by_sub: dict[str, list[int]] = {}  # sub-query (the question when unknown) -> its candidates
     for i, c in enumerate(cands):
         by_sub.setdefault(c.sub_query or problem.query, []).append(i)
-    sub_entities = {sq: _sub_entity(sq, problem.query) for sq in by_sub}
-    sentences = _Sentences.of(contents, {*titles, *entities, *sub_entities.values(),
-                                         *_question_capitals(problem.query), *_head_words(problem.query)})
-    links, bridge_out, title_named_rel = _link_matrix(titles, doc, rel, sentences)
+    sub_entities = {sq: cues.sub_entity(sq, problem.query) for sq in by_sub}
+    sentences = Sentences.of(contents, {*titles, *entities, *sub_entities.values(),
+                                         *cues.question_capitals(problem.query), *cues.head_words(problem.query)})
+    links, bridge_out, title_named_rel = link_matrix(titles, doc, rel, sentences)
     q_low = problem.query.lower()
     title_in_q = np.array([1.0 if t and t in q_low else 0.0 for t in titles])
 
-    entity_links, entity_out, entity_named_rel = _link_matrix(entities, doc, rel, sentences)
+    entity_links, entity_out, entity_named_rel = link_matrix(entities, doc, rel, sentences)
     entity_in_q = np.array([1.0 if e and e in q_low else 0.0 for e in entities])
     named_by_rel = np.maximum(title_named_rel, entity_named_rel)  # the best rel of a sentence naming it, else 0
     named_by_rel[named_by_rel == -np.inf] = 0.0
@@ -423,8 +189,8 @@ def _document_features(problem: EvidenceProblem, s: _Structure) -> dict[str, np.
     names_q = s.links[:, tq].any(axis=1)
     q_low = problem.query.lower()
     q_words = set(WORD.findall(q_low))
-    overlap = np.array([len(w & q_words) / max(1, len(w)) for w in map(_words, s.titles)])
-    q_caps = _question_capitals(problem.query)
+    overlap = np.array([len(w & q_words) / max(1, len(w)) for w in map(cues.words, s.titles)])
+    q_caps = cues.question_capitals(problem.query)
     caps = np.zeros(n_doc)  # per document: how many of q_caps a sentence of it contains (none spans a "\n")
     doc_list = doc.tolist()
     for w in q_caps:
@@ -454,7 +220,7 @@ def _document_features(problem: EvidenceProblem, s: _Structure) -> dict[str, np.
         "names_other_x_title_in_question": names & tq,
         "named_by_question_document": named_by_q,  # named by a document whose title the question names
         "names_question_document": names_q,  # names the title of a document the question names
-        # title-free: the same links through each document's lead entity (see _lead_entity)
+        # title-free: the same links through each document's lead entity (see cues.lead_entity)
         "entity_named_by_other": ent_named_by,  # its lead entity occurs in another document's sentence
         "entity_names_other": s.entity_links.any(axis=1),  # names another document's lead entity
         "entity_in_question": s.entity_in_q,  # its lead entity occurs in the question
@@ -479,13 +245,13 @@ def _sentence_features(problem: EvidenceProblem, s: _Structure, q: np.ndarray) -
 
     question = problem.query
     q_low = question.lower()
-    when, how_many, who, where, comparison, which = _question_kind(question)
-    q_capitals = _question_capitals(question)
-    head = _head_words(question)
+    when, how_many, who, where, comparison, which = cues.question_kind(question)
+    q_capitals = cues.question_capitals(question)
+    head = cues.head_words(question)
     in_q = q_low.__contains__
     n_q_capitals, n_head = max(1, len(q_capitals)), max(1, len(head))
     title_head = [t[:20] if t else None for t in s.titles]
-    caps, numbers, has_year, pronoun, born = zip(*map(_parse, s.contents))
+    caps, numbers, has_year, pronoun, born = zip(*map(cues.parse, s.contents))
     new_caps = np.array([min(5, len(c) - 1 - sum(map(in_q, c[1:])) if c else 0) for c in caps]) / 5
     q_caps = np.array([len(q_capitals.intersection(c)) for c in caps]) / n_q_capitals
     new_number = np.array([not all(map(in_q, x)) for x in numbers], dtype=np.float64)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from rootweaver_innovations.text import LEADING_WORDS, MONTH_PATTERN
 
-__all__ = ["lead_subject", "subject_names", "usual_name"]
+__all__ = ["has_life_dates", "lead_subject", "subject_names", "usual_name"]
 
 _LEAD_VERBS = "is|was|are|were|has|had|refers|became|served|lived|may"
 _SUBJECT_END = re.compile(rf"\s*[(,;:]|\s+(?:{_LEAD_VERBS})\b|\s+[-\u2013\u2014]\s")
@@ -150,3 +150,10 @@ def _subject(sentence: str) -> tuple[list[str], int, bool] | None:
         return None
     person = 3 <= len(words) <= 4 and caps == len(content) == len(words) and not words[0].endswith(".")
     return words, m.start(), person  # "S. Sylvan Simon" is no person here: it stays whole
+
+
+def has_life_dates(text: str) -> bool:
+    """Whether ``text`` opens like a person's lead sentence with life dates: "(born ..." anywhere,
+    or a bracket in its first 80 characters and a spaced en dash in its first 120
+    ("(1909 – 1992)"). A cue of the evidence model's sentence features."""
+    return "(born" in text or (" – " in text[:120] and "(" in text[:80])
