@@ -25,7 +25,7 @@ import sys
 import time
 
 from rootweaver_capabilities.readers.embedded import LlamaCppChatClient
-from rootweaver_capabilities.readers.llm import LLMSynthesizer
+from rootweaver_capabilities.readers.synthesizer import LLMSynthesizer
 from rootweaver_innovations.documents.demo import demo_passages, load_questions
 from evals.loops import product_loop
 from rootweaver_innovations.retrieval.retrievers import BM25Retriever

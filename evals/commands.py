@@ -142,7 +142,7 @@ def _token_budgets(text: str) -> list[int | str]:
 def _reader_client(args: argparse.Namespace, max_tokens: int):
     """The reader of ``eval quality``: the embedded model, or the endpoint at ``--base-url``."""
     if args.base_url:
-        from rootweaver_capabilities.readers.llm import OpenAIChatClient
+        from rootweaver_capabilities.readers.openai_client import OpenAIChatClient
 
         return OpenAIChatClient(args.base_url, args.model or "reader", api_key_env=args.api_key_env,
                                 context_window=args.context_window, max_tokens=max_tokens, timeout_s=args.timeout)
@@ -177,7 +177,7 @@ def _cmd_quality(args: argparse.Namespace) -> int:
     client.load()
     judge = None
     if args.judge_base_url:
-        from rootweaver_capabilities.readers.llm import OpenAIChatClient
+        from rootweaver_capabilities.readers.openai_client import OpenAIChatClient
 
         judge = OpenAIChatClient(args.judge_base_url, args.judge_model or args.model or "reader",
                                  api_key_env=args.api_key_env, context_window=args.context_window, max_tokens=16)

@@ -12,7 +12,7 @@
 - this module: the CLI and the two measurements that feed the simulation, the reranker's
   service time per ``D`` (the real :class:`~evals.rerank.BiEncoderScorer`
   on this machine) and, when ``LLM_BASE_URL`` is set, the LLM's mean service time through
-  the product's :class:`~rootweaver_capabilities.readers.llm.OpenAIChatClient`.
+  the product's :class:`~rootweaver_capabilities.readers.openai_client.OpenAIChatClient`.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def measure_llm_service(
 ) -> float:
     """Mean seconds per request of sequential chat completions at an OpenAI-compatible ``base_url``.
 
-    Sent by the product's :class:`~rootweaver_capabilities.readers.llm.OpenAIChatClient` with no
+    Sent by the product's :class:`~rootweaver_capabilities.readers.openai_client.OpenAIChatClient` with no
     retries (a retried request would time two) at temperature 0; each request counts its
     ``ChatCompletion.latency_s`` (the POST and the reply, not the client's prompt-token
     count). ``base_url`` with or without the ``/v1`` prefix; ``model`` defaults to the first
@@ -87,7 +87,8 @@ def measure_llm_service(
     try:
         import httpx
 
-        from rootweaver_capabilities.readers.llm import LLMError, OpenAIChatClient
+        from rootweaver_capabilities.readers.errors import LLMError
+        from rootweaver_capabilities.readers.openai_client import OpenAIChatClient
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise ImportError("timing the LLM needs the 'llm' extra: pip install 'rootweaver[llm]'") from exc
 

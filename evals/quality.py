@@ -4,7 +4,7 @@ What a user runs: the :class:`~rootweaver_capabilities.MultiHopCapability` (the 
 configured retriever and compaction, the reader) over the **open pool** of the question
 set (every paragraph of every selected row, :func:`evals.datasets.build_open_pool`), so
 retrieval has to find each question's paragraphs among thousands. The reader is an
-:class:`~rootweaver_capabilities.readers.llm.LLMSynthesizer` on the embedded model or on an
+:class:`~rootweaver_capabilities.readers.synthesizer.LLMSynthesizer` on the embedded model or on an
 OpenAI-compatible endpoint: the same prompt, parsing, window check and fallback as
 ``rootweaver ask`` / ``serve``.
 
@@ -37,7 +37,8 @@ from typing import Any
 import numpy as np
 
 from rootweaver_capabilities.config import MultiHopConfig
-from rootweaver_capabilities.readers.llm import ChatClient, LLMSynthesizer
+from rootweaver_capabilities.readers.chat import ChatClient
+from rootweaver_capabilities.readers.synthesizer import LLMSynthesizer
 from rootweaver_capabilities.readers.prompts import MODE_EVIDENCE, MODES, number_facts
 from rootweaver_innovations.compaction.synth_context import SynthContext
 from rootweaver_innovations.documents.corpus import QARow

@@ -73,14 +73,15 @@ def build_compactor(cfg: CompactionConfig) -> Compactor:
 
 def build_synthesizer(config: MultiHopConfig, compactor: Compactor | None = None) -> Synthesizer:
     """The reader of ``config.llm.provider``: the extractive answer for ``none``, an
-    :class:`~rootweaver_capabilities.readers.llm.LLMSynthesizer` on the embedded model for ``local`` or
+    :class:`~rootweaver_capabilities.readers.synthesizer.LLMSynthesizer` on the embedded model for ``local`` or
     on the endpoint for ``openai``, fitting its window with ``compactor`` (default: the configured
     strategy, :func:`build_compactor`). ``ValueError`` (one line, with the install command) when
     ``local`` is asked for but llama-cpp-python is not installed."""
     cfg = config.llm
     if cfg.provider == "none":
         return extractive_synthesizer
-    from rootweaver_capabilities.readers.llm import LLMSynthesizer, OpenAIChatClient
+    from rootweaver_capabilities.readers.openai_client import OpenAIChatClient
+    from rootweaver_capabilities.readers.synthesizer import LLMSynthesizer
 
     if cfg.provider == "local":
         from rootweaver_capabilities.readers.embedded import LlamaCppChatClient

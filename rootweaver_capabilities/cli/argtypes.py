@@ -1,10 +1,14 @@
-"""Argument types and the one-line-error parser shared by the product CLI and the eval CLI."""
+"""Argument types, the usage error and the one-line-error parser shared by the product CLI and the eval CLI."""
 
 from __future__ import annotations
 
 import argparse
 
-__all__ = ["OneLineParser", "host_port", "positive_int"]
+__all__ = ["OneLineParser", "UsageError", "host_port", "positive_int"]
+
+
+class UsageError(ValueError):
+    """Bad command-line input; printed as one line, exit code 2."""
 
 
 def positive_int(text: str) -> int:

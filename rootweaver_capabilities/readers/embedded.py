@@ -1,8 +1,8 @@
 """The embedded reader: llama-cpp-python's ``Llama`` in this process, no server.
 
-:class:`LlamaCppChatClient` is a :class:`~rootweaver_capabilities.readers.llm.ChatClient`, so the
+:class:`LlamaCppChatClient` is a :class:`~rootweaver_capabilities.readers.chat.ChatClient`, so the
 embedded reader and the OpenAI-compatible server share the prompt, the answer parsing,
-the evidence mode and the window check of :class:`~rootweaver_capabilities.readers.llm.LLMSynthesizer`.
+the evidence mode and the window check of :class:`~rootweaver_capabilities.readers.synthesizer.LLMSynthesizer`.
 The prompt is rendered as ChatML (what the server does with ``--chat_format chatml``),
 tokenized with the model's own tokenizer, checked against the window and evaluated as
 those very tokens (the count is what runs).
@@ -13,10 +13,10 @@ and loaded lazily, once per process (every client on the same file and settings 
 one ``Llama``). ``Llama`` is not thread-safe: calls on one model are serialised.
 
 Deadline: a call waits for the model lock and generates under the current
-:func:`~rootweaver_capabilities.readers.llm.request_deadline` (its own ``timeout_s`` otherwise);
+:func:`~rootweaver_capabilities.readers.deadline.request_deadline` (its own ``timeout_s`` otherwise);
 generation stops when less than two of its longest token steps are left before the deadline
 (checked after every token) and the call raises
-:class:`~rootweaver_capabilities.readers.llm.LLMDeadlineError`. The deadline is therefore honoured
+:class:`~rootweaver_capabilities.readers.errors.LLMDeadlineError`. The deadline is therefore honoured
 unless the prompt's evaluation (bounded by the window) alone runs past it.
 
 Install: ``pip install 'rootweaver[reader]'`` with the ``CMAKE_ARGS`` of the README
@@ -33,17 +33,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rootweaver_capabilities.readers.llm import (
-    ChatCompletion,
-    ChatPacket,
-    LLMDeadlineError,
-    LLMResponseError,
-    PromptTooLongError,
-    chat_body,
-    remaining_s,
-    render_chatml,
-    request_deadline,
-)
+from rootweaver_capabilities.readers.chat import ChatCompletion, ChatPacket, chat_body, render_chatml
+from rootweaver_capabilities.readers.deadline import remaining_s, request_deadline
+from rootweaver_capabilities.readers.errors import LLMDeadlineError, LLMResponseError, PromptTooLongError
 from rootweaver_capabilities.readers.models import DEFAULT_READER, INSTALL_HINT, ReaderNotInstalledError, ensure_model
 
 __all__ = ["LlamaCppChatClient"]

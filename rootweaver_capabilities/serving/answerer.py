@@ -174,7 +174,7 @@ class Answerer:
     def _run(self, options: AskOptions, question: str, user_id: str | None, session_id: str | None,
              on_hop: Callable[[Hop], None] | None, admitted_at: float) -> dict[str, Any]:
         """One admitted request, in a pool thread (a new variant is built here, off the event loop)."""
-        from rootweaver_capabilities.readers.llm import request_deadline
+        from rootweaver_capabilities.readers.deadline import request_deadline
 
         try:
             timeout = self.config.service.request_timeout_s

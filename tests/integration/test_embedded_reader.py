@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from rootweaver_capabilities.cli.main import main
-from rootweaver_capabilities.readers.llm import LLMSynthesizer
+from rootweaver_capabilities.readers.synthesizer import LLMSynthesizer
 from rootweaver_innovations.compaction.synth_context import SynthContext
 from rootweaver_innovations.records import Fact
 from rootweaver_capabilities.readers.prompts import answer_only_messages

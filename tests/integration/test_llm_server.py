@@ -22,13 +22,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rootweaver_capabilities.readers.llm import (
-    LlamaCppServerCounter,
-    LLMSynthesizer,
-    LLMUnavailableError,
-    OpenAIChatClient,
-    PromptTooLongError,
-)
+from rootweaver_capabilities.readers.errors import LLMUnavailableError, PromptTooLongError
+from rootweaver_capabilities.readers.openai_client import OpenAIChatClient
+from rootweaver_capabilities.readers.synthesizer import LLMSynthesizer
+from rootweaver_capabilities.readers.token_count import LlamaCppServerCounter
 from rootweaver_capabilities.readers.prompts import answer_only_messages
 from rootweaver_capabilities.readers.models import MODELS, default_models_dir
 from rootweaver_innovations.compaction.synth_context import SynthContext

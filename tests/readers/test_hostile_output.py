@@ -38,14 +38,10 @@ from test_llm_faults import (
 )
 
 from rootweaver_capabilities.cli.main import main
-from rootweaver_capabilities.readers.llm import (
-    LLMNullContentError,
-    LLMReplyTooLargeError,
-    LLMSynthesizer,
-    OpenAIChatClient,
-    redact,
-    scrub,
-)
+from rootweaver_capabilities.readers.errors import LLMNullContentError, LLMReplyTooLargeError
+from rootweaver_capabilities.readers.openai_client import OpenAIChatClient
+from rootweaver_capabilities.readers.redaction import redact, scrub
+from rootweaver_capabilities.readers.synthesizer import LLMSynthesizer
 from rootweaver_capabilities.cli.safe_output import UNSAFE, json_text, terminal_safe
 from rootweaver_innovations.compaction.synth_context import SynthContext
 

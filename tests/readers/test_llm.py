@@ -14,17 +14,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_capabilities.readers.llm import (
-    TOKENIZER_ENV,
+from rootweaver_capabilities.readers.chat import render_chatml
+from rootweaver_capabilities.readers.errors import (
     LLMRequestError,
     LLMResponseError,
-    LLMSynthesizer,
     LLMUnavailableError,
-    OpenAIChatClient,
     PromptTooLongError,
-    render_chatml,
-    resolve_token_counter,
 )
+from rootweaver_capabilities.readers.openai_client import OpenAIChatClient
+from rootweaver_capabilities.readers.synthesizer import LLMSynthesizer
+from rootweaver_capabilities.readers.token_count import TOKENIZER_ENV, resolve_token_counter
 from evals.scoring import gold_line_ids, score_ebg
 from rootweaver_capabilities.readers.prompts import (
     EvidenceReply,

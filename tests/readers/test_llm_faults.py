@@ -30,7 +30,9 @@ import pytest
 
 from rootweaver_capabilities import MultiHopCapability, MultiHopConfig, RequestContext
 from rootweaver_capabilities.cli.main import main
-from rootweaver_capabilities.readers.llm import LLMSynthesizer, OpenAIChatClient, scrub
+from rootweaver_capabilities.readers.openai_client import OpenAIChatClient
+from rootweaver_capabilities.readers.redaction import scrub
+from rootweaver_capabilities.readers.synthesizer import LLMSynthesizer
 from rootweaver_innovations.conventions.wikipedia.questions import choice_options
 from rootweaver_innovations.documents.demo import demo_passages, load_questions
 from rootweaver_innovations.answer_rules.extractive import extractive_answer

@@ -1,0 +1,119 @@
+"""``rootweaver index``: build, inspect, verify and export a persisted, memory-mapped corpus index."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rootweaver_innovations.defaults import MAX_RECORD_BYTES
+
+from rootweaver_capabilities.cli.argtypes import OneLineParser, UsageError, positive_int
+from rootweaver_capabilities.cli.interrupts import signals_as_exceptions
+from rootweaver_capabilities.cli.options import chunking_options
+from rootweaver_capabilities.cli.safe_output import json_text, terminal_safe
+from rootweaver_capabilities.cli.skips import SkipReport
+from rootweaver_capabilities.cluster.export import add_export_parser
+
+__all__ = ["add_index_parser"]
+
+
+def _cmd_index_build(args: argparse.Namespace) -> int:
+    """Build an index; progress on stderr (one rewritten line on a terminal), summary on stdout."""
+    import shutil
+
+    from rootweaver_innovations.documents.folders import ChunkingSettings
+    from rootweaver_innovations.retrieval.index import build_index
+
+    tty, last = sys.stderr.isatty(), [0.0]
+
+    def progress(p) -> None:
+        latch.check()  # after every chunk: a SIGTERM / SIGINT unwinds the build from here
+        if tty:
+            print(f"\r{p.line()}", end="", file=sys.stderr, flush=True)
+        elif p.seconds - last[0] >= 10:
+            last[0] = p.seconds
+            print(p.line(), file=sys.stderr, flush=True)
+
+    start, skips = time.perf_counter(), SkipReport()
+    with signals_as_exceptions() as latch:  # SIGTERM / SIGINT unwind the build: temp dir and workers removed
+        try:
+            m = build_index(args.corpus, args.out, workers=args.workers, chunk_size=args.chunk_size,
+                            progress=progress, max_record_bytes=args.max_record_bytes,
+                            chunking=ChunkingSettings(args.chunk_tokens, args.overlap_tokens), on_skip=skips)
+        except BaseException:
+            latch.check()  # a signal during a chunk surfaces as the failure it caused
+            raise
+        if latch.signum is not None:  # signalled after the last chunk: an interrupted build leaves nothing
+            shutil.rmtree(args.out, ignore_errors=True)
+    if tty:
+        print(file=sys.stderr)
+    bm = m.components["bm25"]
+    docs = f" from {m.components['chunking']['documents']:,} documents" if "chunking" in m.components else ""
+    if skips.skipped:
+        skips.summary(f"{args.corpus}: {m.corpus.passages:,} chunks{docs}")
+    print(f"built {args.out}: {m.corpus.passages:,} passages{docs}, {bm['vocab_size']:,} terms, {bm['nnz']:,} "
+          f"postings in {time.perf_counter() - start:.1f} s")
+    return 0
+
+
+def _cmd_index_verify(args: argparse.Namespace) -> int:
+    """Check an index fully (structure, ranges, every file's SHA-256, every record); one line,
+    exit 0 when sound, exit 2 naming the first damaged file otherwise."""
+    from rootweaver_innovations.retrieval.index import verify_index
+
+    m = verify_index(args.dir)
+    size = sum(f["bytes"] for f in m.files.values())
+    print(f"ok {args.dir}: {len(m.files)} files, {size:,} bytes, {m.corpus.passages:,} passages verified")
+    return 0
+
+
+def _cmd_index_info(args: argparse.Namespace) -> int:
+    """Print a usable index's manifest and file sizes (a refused one exits 2 with the reason)."""
+    from rootweaver_innovations.retrieval.index import read_manifest
+
+    m = read_manifest(args.dir)
+    sizes = {f: (args.dir / f).stat().st_size if (args.dir / f).is_file() else None
+             for c in m.components.values() for f in c.get("files", ())}
+    info = {**m.to_json(), "file_bytes": sizes}
+    if args.json:
+        print(json_text(info, indent=2))
+        return 0
+    print(f"index {args.dir} (format version {m.format_version})")
+    print(f"corpus: {terminal_safe(m.corpus.path, one_line=True)}  {m.corpus.passages:,} passages  {m.corpus.bytes:,} bytes  "
+          f"sha256 {m.corpus.sha256}")
+    for name, comp in m.components.items():
+        params = ", ".join(f"{k}={v}" for k, v in comp.items() if k != "files")
+        size = sum(sizes[f] or 0 for f in comp.get("files", ()))
+        print(f"component {name}: {params}; {size / 2**20:,.1f} MiB on disk")
+    missing = [f for f, n in sizes.items() if n is None]
+    if missing:
+        raise UsageError(f"{args.dir}: missing index files: {', '.join(missing)}; rebuild it")
+    return 0
+
+
+
+def add_index_parser(sub: Any) -> None:
+    """``index`` and its subcommands on the top-level subparsers ``sub``."""
+    index = sub.add_parser("index", help="build or inspect a persisted, memory-mapped corpus index")
+    isub = index.add_subparsers(dest="index_command", required=True, parser_class=OneLineParser)
+    build = isub.add_parser("build", help="stream a JSONL corpus or a folder of documents into an index directory")
+    build.add_argument("corpus", type=Path, help="JSONL corpus ({id, title, text|sentences} per line; .gz ok), or a "
+                       "folder of .txt, .md, .html, .pdf files (chunked; the manifest records how)")
+    build.add_argument("--out", type=Path, required=True, help="index directory to create (must not exist)")
+    build.add_argument("--workers", type=positive_int, default=1, help="parsing/tokenising processes")
+    build.add_argument("--chunk-size", type=positive_int, default=20_000, help="passages per chunk")
+    build.add_argument("--max-record-bytes", type=positive_int, default=MAX_RECORD_BYTES,
+                       help=f"refuse a corpus line longer than this (default {MAX_RECORD_BYTES:,})")
+    chunking_options(build)
+    build.set_defaults(func=_cmd_index_build)
+    info = isub.add_parser("info", help="show an index's manifest (format, corpus, tokenizer, components)")
+    info.add_argument("dir", type=Path)
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    info.set_defaults(func=_cmd_index_info)
+    verify = isub.add_parser("verify", help="check an index fully: structure, every file's SHA-256, every record")
+    verify.add_argument("dir", type=Path)
+    verify.set_defaults(func=_cmd_index_verify)
+    add_export_parser(isub)
