@@ -16,14 +16,16 @@ from pathlib import Path
 from rootweaver_innovations.answer_rules.registry import make_answer_rules
 from rootweaver_innovations.compaction.budget import Budget
 from rootweaver_innovations.documents.folders import SkippedFile, load_reading_budget
-from rootweaver_innovations.answer_rules.extractive import extractive_synthesizer
+from rootweaver_innovations.answer_rules.extractive import extractive_under
+from rootweaver_innovations.conventions.base import Conventions
+from rootweaver_innovations.conventions.registry import DEFAULT_CONVENTIONS, get_conventions
 from rootweaver_innovations.loop.multihop import MultiHopRAG, Synthesizer
 from rootweaver_innovations.retrieval.retrievers import BM25Retriever, Retriever
 from rootweaver_innovations.compaction.strategies import Compactor, make_compactor
 
 from rootweaver_capabilities.config import CompactionConfig, MultiHopConfig, RetrieverConfig
 
-__all__ = ["build_compactor", "build_rag", "build_retriever", "build_synthesizer"]
+__all__ = ["build_compactor", "build_rag", "build_retriever", "build_synthesizer", "retriever_conventions"]
 
 
 _log = logging.getLogger("rootweaver.documents")
@@ -33,12 +35,15 @@ def _log_skip(skipped: SkippedFile) -> None:
     _log.warning("skipped %s: %s", skipped.path, skipped.reason)
 
 
-def build_retriever(cfg: RetrieverConfig, on_skip: Callable[[SkippedFile], None] = _log_skip) -> Retriever:
+def build_retriever(cfg: RetrieverConfig, on_skip: Callable[[SkippedFile], None] = _log_skip, *,
+                    conventions: str | None = None) -> Retriever:
     """BM25 over the index ``cfg.index`` (memory-mapped; checked against ``cfg.corpus`` when
     that is set too), else over ``cfg.corpus`` (a JSONL file, or a folder of documents chunked
     by ``cfg.chunking``: each file it skips goes to ``on_skip``, by default a warning of the
-    ``rootweaver.documents`` logger), else over the bundled demo corpus. A bad corpus or index
-    raises a ``ValueError`` (``CorpusError``, ``IndexError_``) naming the file; an index saved
+    ``rootweaver.documents`` logger), else over the bundled demo corpus, under the conventions
+    named ``conventions`` (an index's own when ``None``, else the default; an index built under
+    others is refused). A bad corpus or index raises a ``ValueError`` (``CorpusError``,
+    ``IndexFormatError``) naming the file; an index saved
     without a title index (built by an older rootweaver) opens with a warning of the
     ``rootweaver.index`` logger. Backend ``sphinxql``: the Manticore/Sphinx cluster of
     ``cfg.sphinxql``."""
@@ -49,21 +54,30 @@ def build_retriever(cfg: RetrieverConfig, on_skip: Callable[[SkippedFile], None]
     if cfg.index is not None:
         from rootweaver_innovations.retrieval.index import open_index
 
-        index = open_index(cfg.index, corpus=cfg.corpus)
+        index = open_index(cfg.index, corpus=cfg.corpus, conventions=conventions)
         if index.titles is None:
             logging.getLogger("rootweaver.index").warning(
                 "%s has no title index (built before rootweaver saved one): the loop indexes every title "
                 "at start; rebuild it with `rootweaver index build` to start fast", cfg.index)
         return index.retriever()
+    member = get_conventions(conventions or DEFAULT_CONVENTIONS)
     if cfg.corpus is not None and Path(cfg.corpus).is_dir():
         from rootweaver_innovations.documents.folders import load_documents
 
-        scan = load_documents(cfg.corpus, cfg.chunking.settings(), on_skip)
-        return BM25Retriever(list(scan.passages), backend=cfg.backend)
+        scan = load_documents(cfg.corpus, cfg.chunking.settings(), on_skip, member)
+        return BM25Retriever(list(scan.passages), backend=cfg.backend, conventions=member)
     from rootweaver_innovations.documents.corpus import load_corpus_jsonl
     from rootweaver_innovations.documents.demo import DEMO_CORPUS
 
-    return BM25Retriever(load_corpus_jsonl(cfg.corpus or DEMO_CORPUS, cfg.max_record_bytes), backend=cfg.backend)
+    return BM25Retriever(load_corpus_jsonl(cfg.corpus or DEMO_CORPUS, cfg.max_record_bytes), backend=cfg.backend,
+                         conventions=member)
+
+
+def retriever_conventions(retriever: Retriever, config: MultiHopConfig) -> Conventions:
+    """The conventions a loop over ``retriever`` reads its corpus under: those it was built with
+    (an index's, or an in-memory corpus's), else ``config.conventions``, else the default."""
+    built = getattr(retriever, "conventions", None)
+    return built if built is not None else get_conventions(config.conventions or DEFAULT_CONVENTIONS)
 
 
 def build_compactor(cfg: CompactionConfig) -> Compactor:
@@ -71,15 +85,17 @@ def build_compactor(cfg: CompactionConfig) -> Compactor:
     return make_compactor(cfg.strategy, max_input_chars=cfg.max_input_chars, max_input_lines=cfg.max_input_lines)
 
 
-def build_synthesizer(config: MultiHopConfig, compactor: Compactor | None = None) -> Synthesizer:
+def build_synthesizer(config: MultiHopConfig, compactor: Compactor | None = None, *,
+                      conventions: Conventions | None = None) -> Synthesizer:
     """The reader of ``config.llm.provider``: the extractive answer for ``none``, an
     :class:`~rootweaver_capabilities.readers.synthesizer.LLMSynthesizer` on the embedded model for ``local`` or
     on the endpoint for ``openai``, fitting its window with ``compactor`` (default: the configured
     strategy, :func:`build_compactor`). ``ValueError`` (one line, with the install command) when
-    ``local`` is asked for but llama-cpp-python is not installed."""
+    ``local`` is asked for but llama-cpp-python is not installed. The extractive answer reads
+    comparisons under ``conventions`` (``config.conventions`` or the default when ``None``)."""
     cfg = config.llm
     if cfg.provider == "none":
-        return extractive_synthesizer
+        return extractive_under(conventions or get_conventions(config.conventions or DEFAULT_CONVENTIONS))
     from rootweaver_capabilities.readers.openai_client import OpenAIChatClient
     from rootweaver_capabilities.readers.synthesizer import LLMSynthesizer
 
@@ -109,10 +125,14 @@ def build_rag(
     document chunks ``max_passages`` counts paragraphs' worth of reading
     (:meth:`~rootweaver_innovations.documents.folders.ReadingBudget.passages`)."""
     compactor = build_compactor(config.compaction)
-    retriever = retriever if retriever is not None else build_retriever(config.retriever)
+    retriever = retriever if retriever is not None else build_retriever(config.retriever,
+                                                                        conventions=config.conventions)
+    conventions = retriever_conventions(retriever, config)
     return MultiHopRAG(
         retriever,
-        synthesizer=synthesizer if synthesizer is not None else build_synthesizer(config, compactor),
+        conventions=conventions,
+        synthesizer=synthesizer if synthesizer is not None else build_synthesizer(config, compactor,
+                                                                                 conventions=conventions),
         answer_rules=make_answer_rules(config.answer_rules),
         max_hops=config.max_hops,
         max_passages=load_reading_budget().passages(config.max_passages, getattr(retriever, "passages", ())),

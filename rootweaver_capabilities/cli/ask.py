@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rootweaver_innovations.defaults import BUILTIN_STRATEGIES, DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, MAX_RECORD_BYTES
 
 from rootweaver_capabilities.cli.argtypes import UsageError, positive_int
-from rootweaver_capabilities.cli.options import chunking_options
+from rootweaver_capabilities.cli.options import chunking_options, conventions_option
 from rootweaver_capabilities.cli.safe_output import json_text, safe_record
 from rootweaver_capabilities.cli.skips import SkipReport
 
@@ -103,7 +103,7 @@ def _ask_config(args: argparse.Namespace) -> MultiHopConfig:
                                     corpus=None if args.corpus is None else str(args.corpus),
                                     max_record_bytes=args.max_record_bytes, chunking=chunking)
     return dataclasses.replace(base, max_hops=args.max_hops, max_passages=args.max_passages, compaction=compaction,
-                               retriever=retriever, llm=_reader_config(args, base.llm))
+                               retriever=retriever, llm=_reader_config(args, base.llm), conventions=args.conventions)
 
 
 def _cmd_ask(args: argparse.Namespace) -> int:
@@ -112,16 +112,17 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         raise UsageError("the question is empty")
     if args.config is not None:  # --config: the capability answers, as in `batch` and `serve`
         return _ask_configured(args, question)
-    from rootweaver_capabilities.assembly import build_rag, build_retriever, build_synthesizer
+    from rootweaver_capabilities.assembly import build_rag, build_retriever, build_synthesizer, retriever_conventions
     from rootweaver_capabilities.readers.clock import TimedSynthesizer, deadline_note, load_reader
     from rootweaver_capabilities.result_json import result_record
 
     config = _ask_config(args)
     skips = SkipReport()
-    retriever = build_retriever(config.retriever, skips)  # a bad corpus or index is refused before the reader is loaded
+    # a bad corpus or index (or one built under other conventions) is refused before the reader is loaded
+    retriever = build_retriever(config.retriever, skips, conventions=config.conventions)
     if skips.skipped:
         skips.summary(f"--corpus {args.corpus}: {len(retriever.passages):,} chunks")
-    synthesizer = TimedSynthesizer(build_synthesizer(config))
+    synthesizer = TimedSynthesizer(build_synthesizer(config, conventions=retriever_conventions(retriever, config)))
     load_s = load_reader(synthesizer.inner)  # model and tokenizer loaded before the answer's deadline
     rag = build_rag(config, retriever=retriever, synthesizer=synthesizer)
     d = result_record(rag.multi_hop_search(question), detail=True)
@@ -156,7 +157,8 @@ def _ask_configured(args: argparse.Namespace, question: str) -> int:
 
 
 _CONFIGURED_BY_FILE = ("corpus", "index", "compaction", "max_tokens", "max_chars", "max_hops", "max_passages",
-                       "reader", "base_url", "model", "model_path", "mode", "timeout", "chunk_tokens", "overlap_tokens")
+                       "reader", "base_url", "model", "model_path", "mode", "timeout", "chunk_tokens", "overlap_tokens",
+                       "conventions")
 _ASK_DEFAULTS: dict[str, object] = {}  # filled by build_parser
 
 
@@ -169,6 +171,7 @@ def add_ask_parser(sub: Any) -> None:
                      "(.txt, .md, .html, .pdf; default: the bundled demo corpus); with --index: the JSONL file "
                      "the index must have been built from")
     ask.add_argument("--index", type=Path, help="index directory from `rootweaver index build`, memory-mapped")
+    conventions_option(ask)
     ask.add_argument("--compaction", choices=("off", *BUILTIN_STRATEGIES), default=DEFAULT_STRATEGY,
                      help=f"synth-context compaction (default {DEFAULT_STRATEGY}); off = the full context")
     size = ask.add_mutually_exclusive_group()

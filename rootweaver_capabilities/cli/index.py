@@ -12,7 +12,7 @@ from rootweaver_innovations.defaults import MAX_RECORD_BYTES
 
 from rootweaver_capabilities.cli.argtypes import OneLineParser, UsageError, positive_int
 from rootweaver_capabilities.cli.interrupts import signals_as_exceptions
-from rootweaver_capabilities.cli.options import chunking_options
+from rootweaver_capabilities.cli.options import chunking_options, conventions_option
 from rootweaver_capabilities.cli.safe_output import json_text, terminal_safe
 from rootweaver_capabilities.cli.skips import SkipReport
 from rootweaver_capabilities.cluster.export import add_export_parser
@@ -24,6 +24,7 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     """Build an index; progress on stderr (one rewritten line on a terminal), summary on stdout."""
     import shutil
 
+    from rootweaver_innovations.conventions.registry import default_conventions, get_conventions
     from rootweaver_innovations.documents.folders import ChunkingSettings
     from rootweaver_innovations.retrieval.index import build_index
 
@@ -42,7 +43,8 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
         try:
             m = build_index(args.corpus, args.out, workers=args.workers, chunk_size=args.chunk_size,
                             progress=progress, max_record_bytes=args.max_record_bytes,
-                            chunking=ChunkingSettings(args.chunk_tokens, args.overlap_tokens), on_skip=skips)
+                            chunking=ChunkingSettings(args.chunk_tokens, args.overlap_tokens), on_skip=skips,
+                            conventions=get_conventions(args.conventions) if args.conventions else default_conventions())
         except BaseException:
             latch.check()  # a signal during a chunk surfaces as the failure it caused
             raise
@@ -55,7 +57,7 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     if skips.skipped:
         skips.summary(f"{args.corpus}: {m.corpus.passages:,} chunks{docs}")
     print(f"built {args.out}: {m.corpus.passages:,} passages{docs}, {bm['vocab_size']:,} terms, {bm['nnz']:,} "
-          f"postings in {time.perf_counter() - start:.1f} s")
+          f"postings in {time.perf_counter() - start:.1f} s (conventions {m.conventions['name']})")
     return 0
 
 
@@ -84,6 +86,7 @@ def _cmd_index_info(args: argparse.Namespace) -> int:
     print(f"index {args.dir} (format version {m.format_version})")
     print(f"corpus: {terminal_safe(m.corpus.path, one_line=True)}  {m.corpus.passages:,} passages  {m.corpus.bytes:,} bytes  "
           f"sha256 {m.corpus.sha256}")
+    print(f"conventions: {m.conventions['name']}  fingerprint {m.conventions['fingerprint']}")
     for name, comp in m.components.items():
         params = ", ".join(f"{k}={v}" for k, v in comp.items() if k != "files")
         size = sum(sizes[f] or 0 for f in comp.get("files", ()))
@@ -108,6 +111,7 @@ def add_index_parser(sub: Any) -> None:
     build.add_argument("--max-record-bytes", type=positive_int, default=MAX_RECORD_BYTES,
                        help=f"refuse a corpus line longer than this (default {MAX_RECORD_BYTES:,})")
     chunking_options(build)
+    conventions_option(build)
     build.set_defaults(func=_cmd_index_build)
     info = isub.add_parser("info", help="show an index's manifest (format, corpus, tokenizer, components)")
     info.add_argument("dir", type=Path)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from rootweaver_innovations.defaults import CHUNK_TOKENS, OVERLAP_TOKENS
+from rootweaver_innovations.defaults import BUILTIN_CONVENTIONS, CHUNK_TOKENS, DEFAULT_CONVENTIONS, OVERLAP_TOKENS
 
 from rootweaver_capabilities.cli.argtypes import positive_int
 
-__all__ = ["chunking_options"]
+__all__ = ["chunking_options", "conventions_option"]
 
 
 def chunking_options(parser: argparse.ArgumentParser) -> None:
@@ -17,3 +17,12 @@ def chunking_options(parser: argparse.ArgumentParser) -> None:
                         help="a folder corpus: largest chunk in reader tokens (default %(default)s)")
     parser.add_argument("--overlap-tokens", type=int, default=OVERLAP_TOKENS,
                         help="a folder corpus: tokens a chunk repeats from the previous one (default %(default)s)")
+
+
+def conventions_option(parser: argparse.ArgumentParser) -> None:
+    """``--conventions``: the corpus and language rules (``rootweaver_innovations.conventions``).
+    ``None`` when not given: an index's own, else the default."""
+    parser.add_argument("--conventions", choices=BUILTIN_CONVENTIONS,
+                        help=f"corpus and language rules: wikipedia (lead subjects, name forms, comparison "
+                             f"questions) or plain (headings and file names only); default: the index's, "
+                             f"else {DEFAULT_CONVENTIONS}")

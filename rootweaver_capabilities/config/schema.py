@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rootweaver_innovations.answer_rules.registry import DEFAULT_ANSWER_RULES, answer_rule_names
+from rootweaver_innovations.conventions.registry import DEFAULT_CONVENTIONS, conventions_names
 from rootweaver_innovations.documents.corpus import MAX_RECORD_BYTES
 from rootweaver_innovations.documents.folders import ChunkingSettings
 from rootweaver_innovations.loop.multihop import STOP_RULES
@@ -298,6 +299,12 @@ class MultiHopConfig:
         DEFAULT_ANSWER_RULES, "names", "Answer rules tried in order before the reader, by registered name "
         "(date_comparison: compare the years of the two options of a 'who was born first, A or B' question); "
         "[] = the reader always answers.", choices=answer_rule_names,
+    )
+    conventions: str | None = knob(
+        None, "str", "Corpus and language rules (rootweaver_innovations/conventions): wikipedia (lead subjects, "
+        "name forms, comparison questions) or plain (headings, file names and sentence structure only); "
+        f"null = those retriever.index was built with, else {DEFAULT_CONVENTIONS}.", choices=conventions_names,
+        nullable=True,
     )
     retriever: RetrieverConfig = section(RetrieverConfig, "Hop retriever.")
     compaction: CompactionConfig = section(CompactionConfig, "Synthesis-context compaction.")

@@ -153,7 +153,7 @@ def test_without_a_rollout_flag_the_config_alone_decides(demo_retriever, questio
 def test_the_rag_is_built_once_under_concurrent_first_calls(monkeypatch, demo_retriever, questions):
     builds = Tally()
 
-    def counting(cfg):
+    def counting(cfg, **_options):
         builds["retriever"] += 1
         threading.Event().wait(0.05)  # widen the race window
         return demo_retriever
