@@ -4,10 +4,8 @@
 its subfolders by name, so the result is deterministic), reads every supported file and cuts
 it into chunks:
 
-- ``.txt``/``.text``: plain text; ``.md``/``.markdown``: Markdown, split at its headings
-  (``MarkdownHeaderTextSplitter``); ``.html``/``.htm``: HTML, parsed by ``html.parser``
-  (scripts, styles and the head left out), split at ``h1``..``h6``; ``.pdf``: the text of each
-  page (``pypdf``); any of the text formats gzip-compressed (``notes.md.gz``).
+- ``.txt``/``.text``, ``.md``/``.markdown``, ``.html``/``.htm``, ``.pdf`` and the text kinds
+  gzip-compressed, each read into its sections by :mod:`~rootweaver_innovations.documents.formats`.
 - Each section is chunked by ``langchain-text-splitters``' ``RecursiveCharacterTextSplitter``,
   sentence-aware (paragraphs, then lines, then sentence ends, then clauses, then words),
   with size and overlap in reader tokens (the Qwen2.5 tokenizer of the budgets).
@@ -31,16 +29,13 @@ to install it.
 from __future__ import annotations
 
 import bisect
-import gzip
 import json
 import os
 import re
-import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from html.parser import HTMLParser
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -49,13 +44,12 @@ from rootweaver_innovations.compaction.budget import default_token_counter
 from rootweaver_innovations.conventions.base import Conventions
 from rootweaver_innovations.conventions.registry import default_conventions
 from rootweaver_innovations.documents.corpus import CorpusError, Passage, Source, split_sentences
+from rootweaver_innovations.documents.formats import DOCUMENT_TYPES, Unreadable, read_document
 from rootweaver_innovations.defaults import CHUNK_TOKENS, OVERLAP_TOKENS
 
 __all__ = ["DOCUMENT_TYPES", "READING_FILE", "ChunkingSettings", "DocumentScan", "ReadingBudget", "SkippedFile",
            "count_by_reason", "iter_document_passages", "load_documents", "load_reading_budget", "passage_record"]
 
-DOCUMENT_TYPES: Mapping[str, str] = {".txt": "text", ".text": "text", ".md": "markdown", ".markdown": "markdown",
-                                     ".html": "html", ".htm": "html", ".pdf": "pdf"}
 INSTALL_HINT = "pip install 'rootweaver[documents]'"
 READING_FILE = Path(__file__).resolve().parents[1] / "data" / "reading_budget.json"
 _READING_SAMPLE = 512  # passages whose mean length stands for the corpus's
@@ -210,8 +204,8 @@ def iter_document_passages(root: str | Path, settings: ChunkingSettings, on_skip
             skip(rel, f"unsupported type {''.join(Path(rel).suffixes[-2:]) or '(no suffix)'}")
             continue
         try:
-            title, sections = _read(path, rel, kind, settings.max_file_bytes)
-        except _Unreadable as exc:
+            title, sections = read_document(path, rel, kind, settings.max_file_bytes)
+        except Unreadable as exc:
             skip(rel, str(exc))
             continue
         chunks = [(headings, text, subject) for headings, body in sections
@@ -292,145 +286,6 @@ def _walk(root: Path, skip: Callable[[str, str], None]) -> Iterator[tuple[str, P
                 skip(rel, "not a regular file")
             else:
                 yield rel, path
-
-
-class _Unreadable(Exception):
-    """A file that yields no text; the message is the reason reported for it."""
-
-
-_Sections = list[tuple[tuple[str, ...], str]]
-
-
-def _read(path: Path, rel: str, kind: str, cap: int) -> tuple[str | None, _Sections]:
-    """The document's own title (``None`` when it has none) and its ``(heading path, text)``
-    sections; :class:`_Unreadable`."""
-    if kind == "pdf":
-        return _read_pdf(path, cap)
-    raw = _bytes(path, cap, rel.endswith(".gz"))
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise _Unreadable(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
-    if kind == "markdown":
-        return _markdown_sections(text)
-    if kind == "html":
-        parser = _HTMLSections()
-        parser.feed(text)
-        parser.close()
-        return parser.title or None, parser.sections
-    return None, [((), text)]
-
-
-def _bytes(path: Path, cap: int, gz: bool) -> bytes:
-    """The file's bytes (decompressed for ``gz``), refused past ``cap`` without reading more."""
-    try:
-        if not gz and path.stat().st_size > cap:
-            raise _Unreadable(f"larger than the {cap:,}-byte file limit (chunking.max_file_bytes)")
-        with (gzip.open if gz else open)(path, "rb") as fh:
-            data = fh.read(cap + 1)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise _Unreadable(f"unreadable ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})") from None
-    if len(data) > cap:
-        raise _Unreadable(f"decompresses past the {cap:,}-byte file limit (chunking.max_file_bytes)")
-    return data
-
-
-def _markdown_sections(text: str) -> tuple[str | None, _Sections]:
-    from langchain_text_splitters import MarkdownHeaderTextSplitter
-
-    levels = [("#" * n, f"h{n}") for n in range(1, 7)]
-    docs = MarkdownHeaderTextSplitter(levels, strip_headers=True).split_text(text)
-    sections = [(tuple(d.metadata[k] for _, k in levels if k in d.metadata), d.page_content) for d in docs]
-    return next((d.metadata["h1"] for d in docs if "h1" in d.metadata), None), sections
-
-
-def _read_pdf(path: Path, cap: int) -> tuple[str | None, _Sections]:
-    from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
-
-    try:
-        if path.stat().st_size > cap:
-            raise _Unreadable(f"larger than the {cap:,}-byte file limit (chunking.max_file_bytes)")
-        reader = PdfReader(path)
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise _Unreadable("encrypted PDF")
-        pages = [((f"page {n}",), page.extract_text() or "") for n, page in enumerate(reader.pages, 1)]
-        title = reader.metadata.title if reader.metadata else None
-    except _Unreadable:
-        raise
-    except (PyPdfError, OSError, ValueError, KeyError, TypeError) as exc:
-        raise _Unreadable(f"unreadable PDF ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})") from None
-    return " ".join(str(title or "").split()) or None, pages
-
-
-class _HTMLSections(HTMLParser):
-    """HTML text by heading section: ``sections`` of ``(heading path, text)``, ``title``."""
-
-    _HIDDEN = frozenset({"script", "style", "head", "noscript", "template", "svg"})
-    _BLOCKS = frozenset({"p", "div", "li", "br", "tr", "td", "th", "section", "article", "blockquote", "pre",
-                         "ul", "ol", "table", "dd", "dt", "figcaption", "hr"})
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.sections: list[tuple[tuple[str, ...], str]] = []
-        self.title = ""
-        self._path: list[tuple[int, str]] = []
-        self._parts: list[str] = []
-        self._hidden = 0
-        self._heading: tuple[int, list[str]] | None = None
-        self._in_title = False
-
-    def handle_starttag(self, tag: str, attrs: Any) -> None:
-        if tag in self._HIDDEN:
-            self._hidden += 1
-        elif tag == "title":
-            self._in_title = True
-        elif re.fullmatch(r"h[1-6]", tag):
-            self._end_heading()
-            self._flush()
-            self._heading = (int(tag[1]), [])
-        elif tag in self._BLOCKS:
-            if tag != "br":
-                self._end_heading()  # a block inside a heading ends it (an unclosed <h2> keeps no text)
-            self._parts.append("\n\n" if tag != "br" else "\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self._HIDDEN:
-            self._hidden = max(0, self._hidden - 1)
-        elif tag == "title":
-            self._in_title = False
-        elif re.fullmatch(r"h[1-6]", tag):
-            self._end_heading()
-        elif tag in self._BLOCKS:
-            self._parts.append("\n\n")
-
-    def handle_data(self, data: str) -> None:
-        if self._in_title:
-            self.title = " ".join(f"{self.title} {data}".split())
-        elif self._hidden:
-            return
-        elif self._heading is not None:
-            self._heading[1].append(data)
-        else:
-            self._parts.append(data)
-
-    def close(self) -> None:
-        super().close()
-        self._end_heading()
-        self._flush()
-
-    def _end_heading(self) -> None:
-        """The open heading (if any) becomes the last step of the heading path."""
-        if self._heading is not None:
-            level, words = self._heading
-            self._heading = None
-            self._path = [(lv, h) for lv, h in self._path if lv < level] + [(level, " ".join("".join(words).split()))]
-
-    def _flush(self) -> None:
-        text = "".join(self._parts).strip()
-        if text:
-            self.sections.append((tuple(h for _, h in self._path if h), text))
-        self._parts = []
 
 
 def _splitter(settings: ChunkingSettings) -> Callable[[str], list[str]]:

@@ -181,7 +181,7 @@ def index_fingerprint(conventions: Conventions, chunking: Mapping[str, Any] | No
                "rootweaver_innovations.retrieval.bm25_matrix"]
     data = [conventions.name, conventions.fingerprint(), json.dumps(tokenizer_settings(), sort_keys=True)]
     if chunking is not None:
-        modules.append("rootweaver_innovations.documents.folders")
+        modules += ["rootweaver_innovations.documents.folders", "rootweaver_innovations.documents.formats"]
         data.append(json.dumps(dict(chunking), sort_keys=True))
     return code_fingerprint(modules, data)
 
