@@ -127,7 +127,7 @@ def deep_nesting(opener: str, closer: str = "", max_depth: int = 20_000):
 def _knob_paths() -> list[tuple[str, ...]]:
     from rootweaver_capabilities.config import knob_reference
 
-    return [tuple(key.split(".")) for key, _, _ in knob_reference()]
+    return [tuple(k.key.split(".")) for k in knob_reference()]
 
 
 @st.composite

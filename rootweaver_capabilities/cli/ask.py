@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rootweaver_innovations.defaults import BUILTIN_STRATEGIES, DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, MAX_RECORD_BYTES
+from rootweaver_innovations.defaults import BUILTIN_STRATEGIES
 
 from rootweaver_capabilities.cli.argtypes import UsageError, positive_int
-from rootweaver_capabilities.cli.options import chunking_options, conventions_option
+from rootweaver_capabilities.cli.options import chunking_options, conventions_option, knob_option
+from rootweaver_capabilities.config.reference import find_knob
 from rootweaver_capabilities.cli.safe_output import json_text, safe_record
 from rootweaver_capabilities.cli.skips import SkipReport
 
@@ -94,7 +95,7 @@ def _ask_config(args: argparse.Namespace) -> MultiHopConfig:
     base = MultiHopConfig(source="command line")
     compaction = dataclasses.replace(
         base.compaction, enabled=args.compaction != "off",
-        strategy=args.compaction if args.compaction != "off" else DEFAULT_STRATEGY,
+        strategy=args.compaction if args.compaction != "off" else base.compaction.strategy,
         unit="chars" if args.max_chars else "tokens", budget=args.max_chars or args.max_tokens,
     )
     chunking = dataclasses.replace(base.retriever.chunking, chunk_tokens=args.chunk_tokens,
@@ -159,8 +160,7 @@ def _ask_configured(args: argparse.Namespace, question: str) -> int:
 _CONFIGURED_BY_FILE = ("corpus", "index", "compaction", "max_tokens", "max_chars", "max_hops", "max_passages",
                        "reader", "base_url", "model", "model_path", "mode", "timeout", "chunk_tokens", "overlap_tokens",
                        "conventions")
-_ASK_DEFAULTS: dict[str, object] = {}  # filled by build_parser
-
+_ASK_DEFAULTS: dict[str, object] = {}  # filled by add_ask_parser
 
 
 def add_ask_parser(sub: Any) -> None:
@@ -172,27 +172,27 @@ def add_ask_parser(sub: Any) -> None:
                      "the index must have been built from")
     ask.add_argument("--index", type=Path, help="index directory from `rootweaver index build`, memory-mapped")
     conventions_option(ask)
-    ask.add_argument("--compaction", choices=("off", *BUILTIN_STRATEGIES), default=DEFAULT_STRATEGY,
-                     help=f"synth-context compaction (default {DEFAULT_STRATEGY}); off = the full context")
+    knob_option(ask, "--compaction", "compaction.strategy", choices=("off", *BUILTIN_STRATEGIES),
+                help="synth-context compaction; off = the full context")
     size = ask.add_mutually_exclusive_group()
-    size.add_argument("--max-tokens", type=positive_int, default=DEFAULT_BUDGET_TOKENS,
-                      help=f"synth-context budget in reader (Qwen2.5) tokens (default {DEFAULT_BUDGET_TOKENS})")
+    knob_option(size, "--max-tokens", "compaction.budget", type=positive_int,
+                help="synth-context budget in reader (Qwen2.5) tokens")
     size.add_argument("--max-chars", type=positive_int, help="synth-context budget in chars instead of tokens")
-    ask.add_argument("--max-hops", type=positive_int, default=10)
-    ask.add_argument("--max-passages", type=positive_int, default=10, help="most passages in the trajectory")
+    knob_option(ask, "--max-hops", "max_hops", type=positive_int)
+    knob_option(ask, "--max-passages", "max_passages", type=positive_int, help="most passages in the trajectory")
     ask.add_argument("--json", action="store_true", help="print one JSON object")
-    ask.add_argument("--reader", choices=("none", "local", "openai"),
+    ask.add_argument("--reader", choices=find_knob("llm.provider").rule.allowed(),
                      help="who answers: none (extractive), local (embedded model; the default when installed), "
                           "openai (endpoint at --base-url)")
     ask.add_argument("--base-url", help="OpenAI-compatible endpoint for --reader openai")
     ask.add_argument("--model", help="model name (sent to the endpoint / shown in the answer)")
     ask.add_argument("--model-path", type=Path, help="--reader local: a GGUF file (default: the 1.5B reader)")
-    ask.add_argument("--mode", choices=("evidence", "answer"), default="evidence",
-                     help="evidence: answer + cited lines; answer: answer only")
-    ask.add_argument("--timeout", type=float, default=60.0,
-                     help="reader deadline in seconds for one answer (the model is loaded before it starts)")
-    ask.add_argument("--max-record-bytes", type=positive_int, default=MAX_RECORD_BYTES,
-                     help=f"refuse a --corpus line longer than this (default {MAX_RECORD_BYTES:,})")
+    knob_option(ask, "--mode", "llm.mode", choices=find_knob("llm.mode").rule.allowed(),
+                help="evidence: answer + cited lines; answer: answer only")
+    knob_option(ask, "--timeout", "llm.timeout_s", type=float,
+                help="reader deadline in seconds for one answer (the model is loaded before it starts)")
+    knob_option(ask, "--max-record-bytes", "retriever.max_record_bytes", type=positive_int,
+                help="refuse a --corpus line longer than this")
     chunking_options(ask)
     ask.add_argument("--config", type=Path, help="the capability YAML (as `serve --config`): it sets retriever, "
                      "loop, compaction and reader instead of the options above")

@@ -32,7 +32,6 @@ def _cmd_batch(args: argparse.Namespace) -> int:
     return 1 if s.failed else 0
 
 
-
 def add_batch_parser(sub: Any) -> None:
     """``batch`` on the top-level subparsers ``sub``."""
     b = sub.add_parser("batch", help="answer a JSONL file of {id, question} into a JSONL file (resumable; "

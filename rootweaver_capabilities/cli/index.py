@@ -8,11 +8,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rootweaver_innovations.defaults import MAX_RECORD_BYTES
+from rootweaver_innovations.defaults import INDEX_CHUNK_PASSAGES
 
 from rootweaver_capabilities.cli.argtypes import OneLineParser, UsageError, positive_int
 from rootweaver_capabilities.cli.interrupts import signals_as_exceptions
-from rootweaver_capabilities.cli.options import chunking_options, conventions_option
+from rootweaver_capabilities.cli.options import chunking_options, conventions_option, knob_option
 from rootweaver_capabilities.cli.safe_output import json_text, terminal_safe
 from rootweaver_capabilities.cli.skips import SkipReport
 from rootweaver_capabilities.cluster.export import add_export_parser
@@ -97,7 +97,6 @@ def _cmd_index_info(args: argparse.Namespace) -> int:
     return 0
 
 
-
 def add_index_parser(sub: Any) -> None:
     """``index`` and its subcommands on the top-level subparsers ``sub``."""
     index = sub.add_parser("index", help="build or inspect a persisted, memory-mapped corpus index")
@@ -107,9 +106,10 @@ def add_index_parser(sub: Any) -> None:
                        "folder of .txt, .md, .html, .pdf files (chunked; the manifest records how)")
     build.add_argument("--out", type=Path, required=True, help="index directory to create (must not exist)")
     build.add_argument("--workers", type=positive_int, default=1, help="parsing/tokenising processes")
-    build.add_argument("--chunk-size", type=positive_int, default=20_000, help="passages per chunk")
-    build.add_argument("--max-record-bytes", type=positive_int, default=MAX_RECORD_BYTES,
-                       help=f"refuse a corpus line longer than this (default {MAX_RECORD_BYTES:,})")
+    build.add_argument("--chunk-size", type=positive_int, default=INDEX_CHUNK_PASSAGES,
+                       help="passages per chunk (default %(default)s)")
+    knob_option(build, "--max-record-bytes", "retriever.max_record_bytes", type=positive_int,
+                help="refuse a corpus line longer than this")
     chunking_options(build)
     conventions_option(build)
     build.set_defaults(func=_cmd_index_build)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from rootweaver_capabilities.cli.argtypes import host_port
+from rootweaver_capabilities.cli.options import service_config_option
 
 __all__ = ["add_mcp_parser"]
 
@@ -19,11 +19,10 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     return 0
 
 
-
 def add_mcp_parser(sub: Any) -> None:
     """``mcp`` on the top-level subparsers ``sub``."""
     mcp = sub.add_parser("mcp", help="MCP server with the tool multi_hop_answer, over stdio or streamable HTTP")
     mcp.add_argument("--http", type=host_port, metavar="[HOST:]PORT",
                      help="streamable HTTP at http://HOST:PORT/mcp (host 127.0.0.1 by default); default: stdio")
-    mcp.add_argument("--config", type=Path, default=Path("configs/retrieval/multi_hop.yaml"))
+    service_config_option(mcp)
     mcp.set_defaults(func=_cmd_mcp)

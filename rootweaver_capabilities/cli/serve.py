@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from rootweaver_capabilities.cli.argtypes import UsageError, host_port, positive_int
+from rootweaver_capabilities.cli.options import service_config_option
 from rootweaver_capabilities.cli.safe_output import json_text
 
 __all__ = ["add_serve_parser"]
@@ -59,7 +59,6 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-
 def add_serve_parser(sub: Any) -> None:
     """``serve`` on the top-level subparsers ``sub``."""
     serve = sub.add_parser("serve", help="answer questions over HTTP (--http) or from stdin (the default)")
@@ -68,7 +67,7 @@ def add_serve_parser(sub: Any) -> None:
                       help="HTTP service (POST /v1/ask, /v1/ask/stream, /healthz, /metrics); host 127.0.0.1 by default")
     mode.add_argument("--stdin", action="store_true", help="one question per stdin line, one JSON line out (default)")
     serve.add_argument("--workers", type=positive_int, default=1, help="--http: worker processes sharing the index")
-    serve.add_argument("--config", type=Path, default=Path("configs/retrieval/multi_hop.yaml"))
+    service_config_option(serve)
     serve.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on 127.0.0.1:PORT")
     serve.add_argument("--user-id", help="user id passed to the flag provider (percentage rollouts)")
     serve.set_defaults(func=_cmd_serve)

@@ -20,6 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rootweaver_capabilities.cli.options import knob_option
+from rootweaver_capabilities.cluster import SHARDS
+
 __all__ = ["add_export_parser"]
 
 
@@ -56,7 +59,8 @@ def add_export_parser(isub: Any) -> None:
     e.add_argument("corpus", type=Path, nargs="?", help="JSONL corpus ({id, title, text|sentences} per line)")
     e.add_argument("--to", choices=("sphinxql",), required=True, help="the engine (SphinxQL: Manticore, Sphinx)")
     e.add_argument("--nodes", required=True, help="HOST:SQLPORT:APIPORT[,...] of every searchd node (each a mirror)")
-    e.add_argument("--index", default="rootweaver", help="distributed index name (retriever.sphinxql.index)")
-    e.add_argument("--shards", type=int, choices=range(1, 65), default=2, metavar="N", help="RT shards (default 2)")
+    knob_option(e, "--index", "retriever.sphinxql.index", help="distributed index name")
+    e.add_argument("--shards", type=int, choices=range(1, 65), default=SHARDS, metavar="N",
+                   help="RT shards (default %(default)s)")
     e.add_argument("--conf-dir", type=Path, help="write the nodes' searchd.conf here instead of loading the corpus")
     e.set_defaults(func=_cmd_export)

@@ -59,10 +59,12 @@ from rootweaver_innovations.loop.titles import file_subjects
 from rootweaver_innovations.retrieval.retrievers import ScoredPassage
 from rootweaver_innovations.retrieval.tokens import passage_tokens
 
+from rootweaver_capabilities.cluster import SHARDS
 from rootweaver_capabilities.config import SphinxQLConfig
 
 __all__ = ["SphinxQLError", "SphinxQLRetriever", "export_corpus", "parse_nodes", "write_node_configs"]
 
+_INDEX = SphinxQLConfig().index  # the index retriever.sphinxql.index names by default
 CANDIDATES = 100  # passages searchd ranks (its own tf-idf, ``bm25`` factor) before the exact BM25 re-score
 # Letters and digits lowercased, like ``\\w+`` + lower(): ASCII, Latin-1, Latin Extended-A, Greek, Cyrillic
 # (Sphinx 2.2.11 has no ``non_cjk`` alias; ``A..B/2`` maps alternating upper/lower pairs).
@@ -264,8 +266,8 @@ def _passage(row: Sequence[Any]) -> Passage:
     return Passage(_text(row[1]), _text(row[2]), tuple(json.loads(_text(row[3]))))
 
 
-def write_node_configs(out: str | Path, nodes: Sequence[tuple[str, int, int]], *, index: str = "rootweaver",
-                       shards: int = 2) -> list[Path]:
+def write_node_configs(out: str | Path, nodes: Sequence[tuple[str, int, int]], *, index: str = _INDEX,
+                       shards: int = SHARDS) -> list[Path]:
     """Write ``out/node<i>/searchd.conf`` for each node and ``out/stopwords.txt``; the conf paths.
 
     Each node's data, logs and pid file live in its own folder; listeners bind the node's
@@ -330,8 +332,8 @@ searchd
     return paths
 
 
-def export_corpus(passages: Iterable[Passage], nodes: Sequence[tuple[str, int, int]], *, index: str = "rootweaver",
-                  shards: int = 2, batch: int = 500, timeout_s: float = 30.0,
+def export_corpus(passages: Iterable[Passage], nodes: Sequence[tuple[str, int, int]], *, index: str = _INDEX,
+                  shards: int = SHARDS, batch: int = 500, timeout_s: float = 30.0,
                   conventions: Conventions | None = None) -> int:
     """Insert ``passages`` into the RT shards of every node (running, configured by
     :func:`write_node_configs` with the same ``index``/``shards``); the number of passages.

@@ -3,8 +3,10 @@
 ``MultiHopConfig.from_yaml(path)`` / ``from_mapping(mapping, source=...)`` build it and
 ``to_mapping()`` gives back a plain nested dict, so ``from_mapping(c.to_mapping()) == c``.
 Every knob is declared once, with its type, default, rule and description
-(:mod:`~rootweaver_capabilities.config.schema`); :func:`knob_reference` lists them (the
-shipped ``configs/retrieval/multi_hop.yaml`` sets exactly these keys).
+(:mod:`~rootweaver_capabilities.config.schema`); :func:`knob_reference` lists them
+(:mod:`~rootweaver_capabilities.config.reference`: the command line's defaults and
+``docs/configuration.md`` come from there; the shipped ``configs/retrieval/multi_hop.yaml``
+sets exactly these keys).
 
 Validation happens at the door (:mod:`~rootweaver_capabilities.config.validate`): an
 unknown key, a wrong type, an impossible value or a file knob (``retriever.corpus``,
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING
 from rootweaver_innovations.lazy import lazy_names
 
 if TYPE_CHECKING:
+    from rootweaver_capabilities.config.reference import Knob, Section, find_knob, knob_reference, sections
     from rootweaver_capabilities.config.rules import ConfigError
     from rootweaver_capabilities.config.schema import (
         CAPABILITY_FLAG,
@@ -44,7 +47,6 @@ if TYPE_CHECKING:
         ServiceConfig,
         SphinxQLConfig,
         UnleashConfig,
-        knob_reference,
     )
     from rootweaver_capabilities.config.yaml_strict import MAX_CONFIG_BYTES, MAX_YAML_DEPTH
 
@@ -56,18 +58,23 @@ __all__ = [
     "CompactionConfig",
     "ConfigError",
     "FlagsConfig",
+    "Knob",
     "LLMConfig",
     "MAX_CONFIG_BYTES",
     "MAX_YAML_DEPTH",
     "MultiHopConfig",
     "RetrieverConfig",
+    "Section",
     "ServiceConfig",
     "SphinxQLConfig",
     "UnleashConfig",
+    "find_knob",
     "knob_reference",
+    "sections",
 ]
 
 _SUBMODULE = {name: "schema" for name in __all__} | {
-    "ConfigError": "rules", "MAX_CONFIG_BYTES": "yaml_strict", "MAX_YAML_DEPTH": "yaml_strict"}
+    "ConfigError": "rules", "MAX_CONFIG_BYTES": "yaml_strict", "MAX_YAML_DEPTH": "yaml_strict",
+    **{name: "reference" for name in ("Knob", "Section", "find_knob", "knob_reference", "sections")}}
 
 __getattr__, __dir__ = lazy_names(__name__, _SUBMODULE, globals())

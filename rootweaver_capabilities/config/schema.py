@@ -10,30 +10,21 @@ object, so they cannot reach a repr, a log line or metadata.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
-from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rootweaver_innovations.answer_rules.registry import DEFAULT_ANSWER_RULES, answer_rule_names
-from rootweaver_innovations.conventions.registry import DEFAULT_CONVENTIONS, conventions_names
-from rootweaver_innovations.documents.corpus import MAX_RECORD_BYTES
-from rootweaver_innovations.documents.folders import ChunkingSettings
-from rootweaver_innovations.loop.multihop import STOP_RULES
-from rootweaver_innovations.compaction.packing import UNITS as BUDGET_UNITS
-from rootweaver_innovations.retrieval.retrievers import BACKENDS
-from rootweaver_innovations.compaction.strategies import (
-    DEFAULT_BUDGET_TOKENS,
-    DEFAULT_STRATEGY,
-    MAX_INPUT_CHARS,
-    MAX_INPUT_LINES,
-    strategy_names,
-)
+from rootweaver_innovations import defaults
 
-from rootweaver_capabilities.config.rules import ConfigError, join, knob, knob_fields, positive, section
+from rootweaver_capabilities.config.rules import ConfigError, knob, positive, section
 from rootweaver_capabilities.config.validate import parse, to_mapping, validate
+
+if TYPE_CHECKING:
+    from rootweaver_innovations.documents.folders import ChunkingSettings
 
 __all__ = [
     "CAPABILITY_FLAG",
@@ -48,12 +39,30 @@ __all__ = [
     "ServiceConfig",
     "SphinxQLConfig",
     "UnleashConfig",
-    "knob_reference",
 ]
 
 CAPABILITY_FLAG = "eip.capabilities.retrieval.multi_hop.enabled"
 FLAG_PROVIDERS = ("static", "unleash")
 LLM_PROVIDERS = ("none", "local", "openai")
+
+
+def _registry(module: str, name: str, *extra: str) -> Callable[[], tuple[str, ...]]:
+    """The names a live registry (``module.name``: a tuple, or a function returning one) holds
+    when a value is checked, plus ``extra``: reading the schema imports no algorithm."""
+
+    def names() -> tuple[str, ...]:
+        found = getattr(importlib.import_module(module), name)
+        return (*(found() if callable(found) else found), *extra)
+
+    return names
+
+
+_BACKENDS = _registry("rootweaver_innovations.retrieval.retrievers", "BACKENDS", "sphinxql")
+_STRATEGIES = _registry("rootweaver_innovations.compaction.strategies", "strategy_names")
+_BUDGET_UNITS = _registry("rootweaver_innovations.compaction.budget", "UNITS")
+_STOP_RULES = _registry("rootweaver_innovations.loop.multihop", "STOP_RULES")
+_ANSWER_RULES = _registry("rootweaver_innovations.answer_rules.registry", "answer_rule_names")
+_CONVENTIONS = _registry("rootweaver_innovations.conventions.registry", "conventions_names")
 
 
 _HOSTPORT = re.compile(r"[^\s,:]+:\d{1,5}")
@@ -94,26 +103,25 @@ class SphinxQLConfig:
         return _read_env(self.password_env)
 
 
-_CHUNKING = ChunkingSettings()
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChunkingConfig:
     """How a corpus folder is cut into passages (``retriever.corpus`` a directory, or
     ``rootweaver index build FOLDER``); recorded in the index manifest."""
 
-    chunk_tokens: int = knob(_CHUNKING.chunk_tokens, "int", "Largest chunk in reader tokens (the Qwen2.5 "
+    chunk_tokens: int = knob(defaults.CHUNK_TOKENS, "int", "Largest chunk in reader tokens (the Qwen2.5 "
                              "tokenizer), cut at paragraph, line, sentence, clause or word bounds (>= 8).",
                              check=lambda v: v >= 8, rule="must be >= 8")
-    overlap_tokens: int = knob(_CHUNKING.overlap_tokens, "int", "Reader tokens a chunk repeats from the end of "
+    overlap_tokens: int = knob(defaults.OVERLAP_TOKENS, "int", "Reader tokens a chunk repeats from the end of "
                                "the one before it (>= 0, below half of chunk_tokens).",
                                check=lambda v: v >= 0, rule="must be >= 0")
-    max_file_bytes: int = knob(_CHUNKING.max_file_bytes, "int", "A file larger than this (decompressed) is "
+    max_file_bytes: int = knob(defaults.MAX_FILE_BYTES, "int", "A file larger than this (decompressed) is "
                                "skipped and reported with its reason.", check=positive, rule="must be >= 1")
 
     def settings(self) -> ChunkingSettings:
         """The chunker's settings (the overlap is checked against the chunk size with the other
         cross-key rules, in :class:`MultiHopConfig`)."""
+        from rootweaver_innovations.documents.folders import ChunkingSettings
+
         return ChunkingSettings(self.chunk_tokens, self.overlap_tokens, self.max_file_bytes)
 
 
@@ -123,7 +131,7 @@ class RetrieverConfig:
     or a Manticore/Sphinx cluster (``backend: sphinxql``)."""
 
     backend: str = knob("bm25s", "str", "BM25 implementation, or sphinxql: a Manticore Search / Sphinx "
-                        "cluster (see retriever.sphinxql).", choices=(*BACKENDS, "sphinxql"))
+                        "cluster (see retriever.sphinxql).", choices=_BACKENDS)
     corpus: str | None = knob(
         None, "path", "JSONL corpus ({id, title, text|sentences} per line), or a folder of documents (.txt, .md, "
         ".html, .pdf; chunked as retriever.chunking says); null = the bundled demo corpus.", nullable=True,
@@ -134,8 +142,8 @@ class RetrieverConfig:
         nullable=True,
     )
     max_record_bytes: int = knob(
-        MAX_RECORD_BYTES, "int", "Per-record limit: a corpus line longer than this many bytes is refused at load "
-        "(one line naming file and line) before it is read whole.", check=positive, rule="must be >= 1",
+        defaults.MAX_RECORD_BYTES, "int", "Per-record limit: a corpus line longer than this many bytes is refused "
+        "at load (one line naming file and line) before it is read whole.", check=positive, rule="must be >= 1",
     )
     chunking: ChunkingConfig = section(ChunkingConfig, "How a corpus folder is cut into passages.")
     sphinxql: SphinxQLConfig = section(SphinxQLConfig, "Manticore / Sphinx connection (backend sphinxql).")
@@ -146,21 +154,21 @@ class CompactionConfig:
     """Compaction of the synthesis context (the trajectory is never compacted)."""
 
     enabled: bool = knob(True, "bool", "Allow compaction at all (it also needs the flags, see flags.*); "
-                                         "on by default since the 1.5B reader's on/off gate passed (ADR 0001).")
-    strategy: str = knob(DEFAULT_STRATEGY, "str",
+                         "on by default since the 1.5B reader's on/off gate passed (ADR 0001).")
+    strategy: str = knob(defaults.DEFAULT_STRATEGY, "str",
                          "Compactor: evidence (document + answer models, exact covering knapsack; the best measured), "
                          "submodular (budgeted four-term packer) or line (deterministic extractive lines).",
-                         choices=strategy_names)
-    unit: str = knob("tokens", "str", "Unit of the budget: tokens (the reader's Qwen2.5 tokenizer) or chars.",
-                     choices=tuple(sorted(BUDGET_UNITS, reverse=True)))
-    budget: int = knob(DEFAULT_BUDGET_TOKENS, "int", "Hard budget of the synthesis context in `unit` (>= 1).",
-                       check=positive, rule="must be >= 1")
+                         choices=_STRATEGIES)
+    unit: str = knob(defaults.BUDGET_UNIT, "str", "Unit of the budget: tokens (the reader's Qwen2.5 tokenizer) or "
+                     "chars.", choices=_BUDGET_UNITS)
+    budget: int = knob(defaults.DEFAULT_BUDGET_TOKENS, "int", "Hard budget of the synthesis context in `unit` "
+                       "(>= 1).", check=positive, rule="must be >= 1")
     max_input_chars: int = knob(
-        MAX_INPUT_CHARS, "int", "Input cap: a full context longer than this many characters is refused with a "
-        "one-line error before compaction (bounds memory).", check=positive, rule="must be >= 1",
+        defaults.MAX_INPUT_CHARS, "int", "Input cap: a full context longer than this many characters is refused "
+        "with a one-line error before compaction (bounds memory).", check=positive, rule="must be >= 1",
     )
     max_input_lines: int = knob(
-        MAX_INPUT_LINES, "int", "Input cap: a full context of more lines than this is refused likewise "
+        defaults.MAX_INPUT_LINES, "int", "Input cap: a full context of more lines than this is refused likewise "
         "(bounds the packers' time, which grows with lines x lines, and their similarity matrix).",
         check=positive, rule="must be >= 1",
     )
@@ -282,28 +290,28 @@ class MultiHopConfig:
     part in equality and is not part of :meth:`to_mapping`.
     """
 
-    max_hops: int = knob(10, "int", "Most retrieval hops per question.", check=positive, rule="must be >= 1")
-    max_passages: int = knob(10, "int", "Most passages in the trajectory per question; over a folder of "
-                             "documents, paragraphs' worth of reading (chunks scaled by their mean length).",
-                             check=positive,
-                             rule="must be >= 1")
-    stop_rule: str = knob("evidence", "str", "Hop policy: evidence (title links and bridge entities, the "
-                          "default) or coverage (the seed's key-term coverage rule).", choices=STOP_RULES)
-    passages_per_hop: int = knob(3, "int", "New passages added per hop (coverage rule).", check=positive,
-                                 rule="must be >= 1")
+    max_hops: int = knob(defaults.MAX_HOPS, "int", "Most retrieval hops per question.", check=positive,
+                         rule="must be >= 1")
+    max_passages: int = knob(defaults.MAX_PASSAGES, "int", "Most passages in the trajectory per question; over a "
+                             "folder of documents, paragraphs' worth of reading (chunks scaled by their mean "
+                             "length).", check=positive, rule="must be >= 1")
+    stop_rule: str = knob(defaults.STOP_RULE, "str", "Hop policy: evidence (title links and bridge entities, the "
+                          "default) or coverage (the seed's key-term coverage rule).", choices=_STOP_RULES)
+    passages_per_hop: int = knob(defaults.PASSAGES_PER_HOP, "int", "New passages added per hop (coverage rule).",
+                                 check=positive, rule="must be >= 1")
     answerability_threshold: float = knob(
-        0.6, "float", "Share of a sub-query's key terms that must occur in the context for it to count as "
-        "answered.", check=lambda v: 0 < v <= 1, rule="must be in (0, 1]",
+        defaults.ANSWERABILITY_THRESHOLD, "float", "Share of a sub-query's key terms that must occur in the context "
+        "for it to count as answered.", check=lambda v: 0 < v <= 1, rule="must be in (0, 1]",
     )
     answer_rules: tuple[str, ...] = knob(
-        DEFAULT_ANSWER_RULES, "names", "Answer rules tried in order before the reader, by registered name "
+        defaults.DEFAULT_ANSWER_RULES, "names", "Answer rules tried in order before the reader, by registered name "
         "(date_comparison: compare the years of the two options of a 'who was born first, A or B' question); "
-        "[] = the reader always answers.", choices=answer_rule_names,
+        "[] = the reader always answers.", choices=_ANSWER_RULES,
     )
     conventions: str | None = knob(
         None, "str", "Corpus and language rules (rootweaver_innovations/conventions): wikipedia (lead subjects, "
         "name forms, comparison questions) or plain (headings, file names and sentence structure only); "
-        f"null = those retriever.index was built with, else {DEFAULT_CONVENTIONS}.", choices=conventions_names,
+        f"null = those retriever.index was built with, else {defaults.DEFAULT_CONVENTIONS}.", choices=_CONVENTIONS,
         nullable=True,
     )
     retriever: RetrieverConfig = section(RetrieverConfig, "Hop retriever.")
@@ -355,23 +363,4 @@ class MultiHopConfig:
 
 def _read_env(name: str | None) -> str | None:
     return (os.environ.get(name) or None) if name else None
-
-
-def knob_reference() -> list[tuple[str, Any, str]]:
-    """``(dotted key, default, description)`` for every knob, in declaration order."""
-    rows: list[tuple[str, Any, str]] = []
-
-    def walk(cls: type, path: str) -> None:
-        for f in knob_fields(cls):
-            key = join(path, f.name)
-            if "section" in f.metadata:
-                walk(f.metadata["section"], key)
-            else:
-                default = f.default if f.default is not MISSING else None
-                kind = f.metadata["rule"].kind
-                rows.append((key, dict(default) if kind == "flag_map" else list(default) if kind == "names" else default,
-                             f.metadata["rule"].doc))
-
-    walk(MultiHopConfig, "")
-    return rows
 

@@ -33,12 +33,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rootweaver_capabilities.config import LLMConfig
 from rootweaver_capabilities.readers.chat import ChatCompletion, ChatPacket, chat_body, render_chatml
 from rootweaver_capabilities.readers.deadline import remaining_s, request_deadline
 from rootweaver_capabilities.readers.errors import LLMDeadlineError, LLMResponseError, PromptTooLongError
 from rootweaver_capabilities.readers.models import DEFAULT_READER, INSTALL_HINT, ReaderNotInstalledError, ensure_model
 
 __all__ = ["LlamaCppChatClient"]
+
+_LLM = LLMConfig()  # the reader's defaults: the config schema's
 
 _CHATML_END = "<|im_end|>"
 _models: dict[tuple[str, int, int], Any] = {}
@@ -94,10 +97,10 @@ class LlamaCppChatClient:
         self,
         model_path: str | Path | None = None,
         *,
-        model: str = "qwen2.5-coder-1.5b-instruct",
-        context_window: int = 2048,
-        max_tokens: int = 256,
-        timeout_s: float = 60.0,
+        model: str = _LLM.model,
+        context_window: int = _LLM.context_window,
+        max_tokens: int = _LLM.max_tokens,
+        timeout_s: float = _LLM.timeout_s,
         n_threads: int | None = None,
     ):
         if context_window < 1 or not 0 < max_tokens < context_window:

@@ -32,6 +32,7 @@ import httpx
 
 from rootweaver_innovations.compaction.budget import TokenCounter
 
+from rootweaver_capabilities.config import LLMConfig
 from rootweaver_capabilities.readers.chat import ChatCompletion, ChatPacket, chat_body, render_chatml
 from rootweaver_capabilities.readers.deadline import deadline_transport, remaining_s, request_deadline
 from rootweaver_capabilities.readers.errors import (
@@ -50,6 +51,7 @@ from rootweaver_capabilities.readers.token_count import resolve_token_counter
 __all__ = ["DEFAULT_MAX_REPLY_BYTES", "OpenAIChatClient"]
 
 DEFAULT_MAX_REPLY_BYTES = 8 << 20
+_LLM = LLMConfig()  # the reader's defaults: the config schema's
 
 
 class OpenAIChatClient:
@@ -78,11 +80,11 @@ class OpenAIChatClient:
         model: str,
         *,
         api_key_env: str | None = "OPENAI_API_KEY",
-        timeout_s: float = 60.0,
+        timeout_s: float = _LLM.timeout_s,
         max_retries: int = 2,
         backoff_s: float = 0.5,
-        context_window: int = 2048,
-        max_tokens: int = 256,
+        context_window: int = _LLM.context_window,
+        max_tokens: int = _LLM.max_tokens,
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
         token_counter: TokenCounter | None = None,
         transport: httpx.BaseTransport | None = None,

@@ -37,7 +37,7 @@ def _flatten(mapping: dict, prefix: str = "") -> dict:
 
 def test_shipped_yaml_sets_every_knob_to_its_default():
     raw = yaml.safe_load(SHIPPED.read_text())
-    assert set(_flatten(raw)) == {key for key, _, _ in knob_reference()}
+    assert set(_flatten(raw)) == {k.key for k in knob_reference()}
     cfg = MultiHopConfig.from_yaml(SHIPPED)
     assert cfg == MultiHopConfig()
     assert cfg.compaction.enabled is True and (cfg.compaction.unit, cfg.compaction.budget) == ("tokens", DEFAULT_BUDGET_TOKENS)
@@ -49,14 +49,14 @@ def test_the_readme_documents_every_key():
     """The README's knob table, or for the cluster's keys docs/cluster.md's (its README lines are pending)."""
     readme = (REPO / "README.md").read_text(encoding="utf-8") + (REPO / "docs" / "cluster.md").read_text(encoding="utf-8")
     documented = set(re.findall(r"^\| `([a-z_.]+)` \|", readme, flags=re.MULTILINE))
-    assert {key for key, _, _ in knob_reference()} <= documented
+    assert {k.key for k in knob_reference()} <= documented
 
 
 def test_every_knob_has_a_description_and_defaults_match_the_objects():
     defaults = _flatten(MultiHopConfig().to_mapping())
-    for key, default, doc in knob_reference():
-        assert doc.strip(), key
-        assert defaults[key] == default, key
+    for k in knob_reference():
+        assert k.doc.strip(), k.key
+        assert defaults[k.key] == k.default, k.key
 
 
 def test_loop_defaults_agree_with_multihoprag():
@@ -68,6 +68,23 @@ def test_loop_defaults_agree_with_multihoprag():
     assert (cfg.compaction.budget, cfg.compaction.unit) == (rag.compaction_budget.limit, rag.compaction_budget.unit)
     # the capability compacts by default (its gate passed, ADR 0001); the bare loop leaves it to the caller
     assert cfg.compaction.enabled is True and rag.compaction_enabled is False
+
+
+def test_schema_defaults_agree_with_the_algorithms_own():
+    """The schema reads rootweaver_innovations.defaults; the algorithms' own defaults must say the same."""
+    import inspect
+
+    from rootweaver_innovations.answer_rules.registry import DEFAULT_ANSWER_RULES
+    from rootweaver_innovations.compaction.strategies import MAX_INPUT_CHARS, MAX_INPUT_LINES
+    from rootweaver_innovations.defaults import INDEX_CHUNK_PASSAGES
+    from rootweaver_innovations.documents.folders import ChunkingSettings
+    from rootweaver_innovations.retrieval.index import build_index
+
+    cfg = MultiHopConfig()
+    assert cfg.answer_rules == DEFAULT_ANSWER_RULES
+    assert (cfg.compaction.max_input_chars, cfg.compaction.max_input_lines) == (MAX_INPUT_CHARS, MAX_INPUT_LINES)
+    assert cfg.retriever.chunking.settings() == ChunkingSettings()
+    assert inspect.signature(build_index).parameters["chunk_size"].default == INDEX_CHUNK_PASSAGES
 
 
 def test_round_trip_of_the_defaults_and_through_yaml(tmp_path):
