@@ -18,11 +18,12 @@ import numpy as np
 
 from rootweaver_innovations.records import Fact
 from rootweaver_innovations.memo import Memo
+from rootweaver_innovations.retrieval.bm25_matrix import okapi_idf, saturation
 from rootweaver_innovations.text import bm25_tokenize
 
 __all__ = ["Candidate", "Header", "fact_candidates", "okapi_scores", "rank_order"]
 
-OKAPI_K1 = 1.5  # rank-bm25's BM25Okapi defaults, reproduced exactly by okapi_scores
+OKAPI_K1 = 1.5  # rank-bm25's BM25Okapi defaults, reproduced by okapi_scores
 OKAPI_B = 0.75
 OKAPI_EPSILON = 0.25
 
@@ -160,8 +161,11 @@ def okapi_scores(docs: Sequence[Sequence[str]], query: Sequence[str]) -> list[fl
     """BM25 Okapi of each tokenised doc against ``query`` over the corpus ``docs``.
 
     The formula and constants of rank-bm25's ``BM25Okapi`` (k1 1.5, b 0.75, a term in more
-    than half of the docs gets ``0.25 *`` the mean idf), so its scores are reproduced
-    exactly; a repeated query term counts once per occurrence. Empty ``docs``: ``[]``.
+    than half of the docs gets ``0.25 *`` the mean idf), so its scores are reproduced but for
+    the last bits of a float64 (built from
+    :func:`~rootweaver_innovations.retrieval.bm25_matrix.okapi_idf` and
+    :func:`~rootweaver_innovations.retrieval.bm25_matrix.saturation`, multiplied in another
+    order than rank-bm25's); a repeated query term counts once per occurrence. Empty ``docs``: ``[]``.
     """
     return _okapi([_DocTerms(len(d), Counter(d)) for d in docs], query)
 
@@ -187,15 +191,15 @@ def _okapi(docs: Sequence[_DocTerms], query: Sequence[str]) -> list[float]:
     counts = [d.counts for d in docs]
     tf = np.fromiter([c.get(t, 0) for t in terms for c in counts], dtype=np.float64,  # (docs, terms), by term
                      count=n * len(terms)).reshape(len(terms), n).T
-    freq = np.count_nonzero(tf, axis=0).astype(np.float64)
+    freq = np.count_nonzero(tf, axis=0)
     present = freq > 0
-    idf = np.log(n - freq + 0.5) - np.log(freq + 0.5)
+    if not present.any():  # no query term in any doc (every doc empty included): all zero
+        return [0.0] * n
+    idf = okapi_idf(freq, n)
     if (idf[present] < 0).any():
         idf = np.where(idf < 0, OKAPI_EPSILON * _mean_idf(docs), idf)
     lengths = np.array([d.length for d in docs], dtype=np.float64)
-    avgdl = float(lengths.mean())
-    norm = OKAPI_K1 * (1 - OKAPI_B + OKAPI_B * lengths / avgdl) if avgdl else np.full(n, OKAPI_K1)
-    gain = idf * tf * (OKAPI_K1 + 1) / (tf + norm[:, None])  # 0.0 where a doc lacks the term
+    gain = (OKAPI_K1 + 1) * idf * saturation(tf, lengths[:, None], float(lengths.mean()), OKAPI_K1, OKAPI_B)
     column = {t: j for j, t in enumerate(terms)}
     scores = np.zeros(n)
     for term in query:  # summed in query order, once per occurrence
@@ -208,8 +212,7 @@ def _okapi(docs: Sequence[_DocTerms], query: Sequence[str]) -> list[float]:
 def _mean_idf(docs: Sequence[_DocTerms]) -> float:
     """Mean idf over every distinct term of ``docs``, in first-appearance order."""
     df = Counter(chain.from_iterable(d.counts for d in docs))
-    freq = np.fromiter(df.values(), dtype=np.float64, count=len(df))
-    return float((np.log(len(docs) - freq + 0.5) - np.log(freq + 0.5)).mean())
+    return float(okapi_idf(np.fromiter(df.values(), dtype=np.int64, count=len(df)), len(docs)).mean())
 
 
 def _doc_terms_bytes(d: _DocTerms) -> int:
