@@ -40,7 +40,7 @@ from rootweaver_capabilities.config import MultiHopConfig
 from rootweaver_capabilities.readers.llm import ChatClient, LLMSynthesizer
 from rootweaver_capabilities.readers.prompts import MODE_EVIDENCE, MODES, number_facts
 from rootweaver_innovations.compaction.synth_context import SynthContext
-from rootweaver_innovations.documents.corpus import QARow
+from evals.qa_rows import QARow
 from evals.diagnostics import (
     answer_in_context,
     exact_match,

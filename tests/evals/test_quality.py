@@ -46,7 +46,8 @@ def test_gate_fails_outside_band_and_is_invalid_when_degraded():
 
 @pytest.mark.parametrize("kwargs", [{"runs": 0}, {"runs": 2, "temperature": 0.0}, {"mode": "essay"}, {"rows": []}])
 def test_run_quality_rejects_settings_before_any_call(kwargs):
-    from rootweaver_innovations.documents.corpus import Passage, QARow
+    from evals.qa_rows import QARow
+    from rootweaver_innovations.documents.corpus import Passage
 
     qa = QARow("q", "Who?", "A", (Passage("p", "T", ("A is here.",)),), ("T",), ())
     rows = kwargs.pop("rows", [qa])
@@ -56,7 +57,8 @@ def test_run_quality_rejects_settings_before_any_call(kwargs):
 
 def test_select_questions_skips_yes_no_and_cited_lines_score_against_gold_facts():
     from evals.quality import _cited_pr, select_questions
-    from rootweaver_innovations.documents.corpus import Passage, QARow
+    from evals.qa_rows import QARow
+    from rootweaver_innovations.documents.corpus import Passage
 
     qa = QARow("q", "Who wrote Dune?", "Frank Herbert",
                (Passage("p1", "Dune", ("Dune is a novel.", "It was written by Frank Herbert.")),
@@ -73,7 +75,8 @@ def test_select_questions_skips_yes_no_and_cited_lines_score_against_gold_facts(
 
 def test_evidence_scores_are_strict():
     from evals.quality import _ebg
-    from rootweaver_innovations.documents.corpus import Passage, QARow
+    from evals.qa_rows import QARow
+    from rootweaver_innovations.documents.corpus import Passage
 
     qa = QARow("q", "Who wrote Dune?", "Frank Herbert",
                (Passage("p1", "Dune", ("Dune is a novel.", "It was written by Frank Herbert.")),
