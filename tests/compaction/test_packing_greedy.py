@@ -10,10 +10,35 @@ from hypothesis import strategies as st
 
 from rootweaver_innovations.compaction.packing import Budget, Header, SubmodularObjective, SubmodularWeights
 from rootweaver_innovations.compaction.packing.knapsack import Knapsack
-from rootweaver_innovations.compaction.packing.greedy import lazy_greedy, plain_greedy
+from rootweaver_innovations.compaction.packing.greedy import GreedyResult, _cap, _finish, lazy_greedy
 from strategies import budgets, objective_inputs, words
 
 BOUND = (1 - 1 / math.e) / 2
+
+
+def plain_greedy(objective, knapsack, max_snippets=None):
+    """The reference: cost-scaled greedy evaluating every candidate's gain at every step, plus
+    the product's best-singleton fallback; lazy_greedy must return exactly its selection."""
+    n = len(knapsack.item)
+    cap = _cap(max_snippets, n)
+    objective.reset()
+    knapsack.reset()
+    order: list[int] = []
+    gains: list[float] = []
+    while len(order) < cap:
+        feasible = knapsack.feasible()
+        if not feasible.any():
+            break
+        g = objective.gains()
+        ratio = np.where(feasible, g / knapsack.marginal(), -np.inf)
+        best = int(np.argmax(ratio))
+        if not ratio[best] > 0:
+            break
+        order.append(best)
+        gains.append(float(g[best]))
+        objective.add(best)
+        knapsack.take(best)
+    return _finish(objective, knapsack, order, gains) if cap else GreedyResult((), (), 0.0, False)
 
 
 def brute_force(objective, knapsack):

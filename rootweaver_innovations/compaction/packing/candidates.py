@@ -21,9 +21,9 @@ from rootweaver_innovations.memo import Memo
 from rootweaver_innovations.retrieval.bm25_matrix import okapi_idf, saturation
 from rootweaver_innovations.text import bm25_tokenize
 
-__all__ = ["Candidate", "Header", "fact_candidates", "okapi_scores", "rank_order"]
+__all__ = ["Candidate", "Header", "fact_candidates", "rank_order"]
 
-OKAPI_K1 = 1.5  # rank-bm25's BM25Okapi defaults, reproduced by okapi_scores
+OKAPI_K1 = 1.5  # rank-bm25's BM25Okapi defaults, reproduced by _okapi
 OKAPI_B = 0.75
 OKAPI_EPSILON = 0.25
 
@@ -157,19 +157,6 @@ class Header:
             raise ValueError(f"header text must be a single-line str, got {self.text!r}")
 
 
-def okapi_scores(docs: Sequence[Sequence[str]], query: Sequence[str]) -> list[float]:
-    """BM25 Okapi of each tokenised doc against ``query`` over the corpus ``docs``.
-
-    The formula and constants of rank-bm25's ``BM25Okapi`` (k1 1.5, b 0.75, a term in more
-    than half of the docs gets ``0.25 *`` the mean idf), so its scores are reproduced but for
-    the last bits of a float64 (built from
-    :func:`~rootweaver_innovations.retrieval.bm25_matrix.okapi_idf` and
-    :func:`~rootweaver_innovations.retrieval.bm25_matrix.saturation`, multiplied in another
-    order than rank-bm25's); a repeated query term counts once per occurrence. Empty ``docs``: ``[]``.
-    """
-    return _okapi([_DocTerms(len(d), Counter(d)) for d in docs], query)
-
-
 @dataclass(frozen=True, slots=True)
 class _DocTerms:
     """A tokenised doc as BM25 reads it: its length in tokens and each term's count."""
@@ -179,8 +166,14 @@ class _DocTerms:
 
 
 def _okapi(docs: Sequence[_DocTerms], query: Sequence[str]) -> list[float]:
-    """:func:`okapi_scores` over docs already counted.
+    """BM25 Okapi of each counted doc against the tokens ``query`` over the corpus ``docs``.
 
+    The formula and constants of rank-bm25's ``BM25Okapi`` (k1 1.5, b 0.75, a term in more
+    than half of the docs gets ``0.25 *`` the mean idf), so its scores are reproduced but for
+    the last bits of a float64 (built from
+    :func:`~rootweaver_innovations.retrieval.bm25_matrix.okapi_idf` and
+    :func:`~rootweaver_innovations.retrieval.bm25_matrix.saturation`, multiplied in another
+    order than rank-bm25's); a repeated query term counts once per occurrence. Empty ``docs``: ``[]``.
     Only the query's terms are looked up; the mean idf over every term of the corpus (the
     floor of a term in more than half of the docs) is computed only when a query term needs it.
     """
@@ -259,7 +252,7 @@ def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
     are; records titled by one id likewise), ``source`` the title (under an id title the
     file's subject when known, the name the reader sees on the line; ``id_title`` set),
     ``position`` the fact's index in ``facts`` (the loop's hop and rank order), ``relevance``
-    :func:`okapi_scores` of the line's terms against ``question``, clipped at 0 (under an id
+    BM25 Okapi (rank-bm25's) of the line's terms against ``question``, clipped at 0 (under an id
     title, of the sentence's: the file's subject on the line is for the reader, and scoring it
     cost answers on 2Wiki and MuSiQue, docs/results.md section 15); ``hop`` and ``sub_query``
     the fact's. Facts whose sentence is blank are skipped. The product's compactors, the
