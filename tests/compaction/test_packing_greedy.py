@@ -25,10 +25,7 @@ def plain_greedy(objective, knapsack, max_snippets=None):
     knapsack.reset()
     order: list[int] = []
     gains: list[float] = []
-    while len(order) < cap:
-        feasible = knapsack.feasible()
-        if not feasible.any():
-            break
+    for feasible in knapsack.rounds(cap):
         g = objective.gains()
         ratio = np.where(feasible, g / knapsack.marginal(), -np.inf)
         best = int(np.argmax(ratio))

@@ -85,10 +85,7 @@ def lazy_greedy(objective: Objective, knapsack: Knapsack, max_snippets: int | No
     fresh = np.ones(n, dtype=bool)
     order: list[int] = []
     gains: list[float] = []
-    while len(order) < cap:
-        feasible = knapsack.feasible()
-        if not feasible.any():
-            break
+    for feasible in knapsack.rounds(cap):
         cost = knapsack.marginal()
         while True:
             key = np.where(feasible, np.where(fresh, bound, bound * (1.0 + _SLACK) + _TINY) / cost, -np.inf)

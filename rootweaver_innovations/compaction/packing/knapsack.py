@@ -9,7 +9,7 @@ afterwards and :func:`~rootweaver_innovations.compaction.packing.policies.pack` 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
@@ -51,6 +51,7 @@ class Knapsack:
         self.paid = np.zeros(len(self.group_cost), dtype=bool)
         self.paid[0] = True
         self.taken = np.zeros(len(self.item), dtype=bool)
+        self.count = 0
         self._marginal = self.item + self.group_cost[self.group]
 
     def marginal(self) -> np.ndarray:
@@ -65,6 +66,15 @@ class Knapsack:
         """Candidates not yet taken whose marginal cost fits in what is left."""
         return ~self.taken & (self._marginal <= self.capacity - self.used)
 
+    def rounds(self, cap: int) -> Iterator[np.ndarray]:
+        """:meth:`feasible` before each pick of a greedy run: while fewer than ``cap``
+        candidates are taken and one still fits. The caller takes one (or stops) per round."""
+        while self.count < cap:
+            feasible = self.feasible()
+            if not feasible.any():
+                return
+            yield feasible
+
     def singleton_feasible(self) -> np.ndarray:
         """Candidates that fit on their own (with their header) in an empty packet."""
         return self.item + self.group_cost[self.group] <= self.capacity
@@ -77,6 +87,7 @@ class Knapsack:
             self.paid[g] = True
             self._marginal = np.where(self.group == g, self.item, self._marginal)
         self.taken[i] = True
+        self.count += 1
 
     def header_of(self, i: int) -> Header | None:
         g = int(self.group[i])
