@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from rootweaver_innovations.compaction.checks import check_int, check_nonnegative
 from rootweaver_innovations.records import Fact
 from rootweaver_innovations.memo import Memo
 from rootweaver_innovations.retrieval.bm25_matrix import okapi_idf, saturation
@@ -26,11 +27,6 @@ __all__ = ["Candidate", "Header", "fact_candidates", "rank_order"]
 OKAPI_K1 = 1.5  # rank-bm25's BM25Okapi defaults, reproduced by _okapi
 OKAPI_B = 0.75
 OKAPI_EPSILON = 0.25
-
-
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
 
 
 class _CandidateFields(NamedTuple):
@@ -105,11 +101,10 @@ class Candidate(_CandidateFields):
             raise ValueError(f"candidate {self.id!r}: doc_id must be a str, got {self.doc_id!r}")
         if not isinstance(self.text, str) or not self.text or self.text.isspace():
             raise ValueError(f"candidate {self.id!r}: text must be a str with visible content")
-        _check_int(f"candidate {self.id!r}: position", self.position, 0)
-        if isinstance(rel, bool) or not isinstance(rel, (int, float)) or not math.isfinite(rel) or rel < 0:
-            raise ValueError(f"candidate {self.id!r}: relevance must be a finite number >= 0, got {rel!r}")
+        check_int(f"candidate {self.id!r}: position", self.position, 0)
+        check_nonnegative(f"candidate {self.id!r}: relevance", rel)
         if hop is not None:
-            _check_int(f"candidate {self.id!r}: hop", hop, 0)
+            check_int(f"candidate {self.id!r}: hop", hop, 0)
         for name, value in (("version", self.version), ("source", self.source), ("body", self.body),
                             ("sub_query", self.sub_query)):
             if value is not None and not isinstance(value, str):
@@ -152,7 +147,7 @@ class Header:
     text: str
 
     def __post_init__(self) -> None:
-        _check_int("header position", self.position, 0)
+        check_int("header position", self.position, 0)
         if not isinstance(self.text, str) or "\n" in self.text:
             raise ValueError(f"header text must be a single-line str, got {self.text!r}")
 
