@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import subprocess
 import re
+import subprocess
 import sys
 
 import numpy as np
