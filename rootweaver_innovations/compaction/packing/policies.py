@@ -111,13 +111,7 @@ def register_policy(name: str, policy: Policy) -> Policy:
 def _naive(p: PackingProblem) -> Selection:
     knap = p.knapsack
     knap.reset()
-    order: list[int] = []
-    for i in range(len(p.candidates)):
-        if len(order) == p.cap:
-            break
-        if knap.used + knap.marginal_of(i) <= knap.capacity:
-            knap.take(i)
-            order.append(i)
+    order = knap.fill(range(len(p.candidates)), p.cap)
     return Selection(tuple(order), tuple(float(p.relevance[i]) for i in order))
 
 
