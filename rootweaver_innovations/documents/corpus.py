@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rootweaver_innovations.defaults import MAX_RECORD_BYTES
+from rootweaver_innovations.text import MONTHS
 
 __all__ = [
     "MAX_RECORD_BYTES",
@@ -82,10 +83,10 @@ class Passage:
 _SENT_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 
 
+_MONTH_CUTS = "|".join([m[:3].lower() for m in MONTHS if len(m) > 3] + ["sept"])  # jan ... dec; May is never cut
 # a word before a full stop that does not end a sentence: an initial, or a common abbreviation
 _ABBREVIATION = re.compile(r"(?:^|[\s(\[\"'\u201c\u2018])(?:[A-Za-z]|ca|c|cf|fl|approx|e\.g|i\.e|etc|vs|no|vol|pp?|fig|"
-                           r"st|mt|dr|mr|mrs|ms|prof|jr|sr|inc|ltd|co|corp|jan|feb|mar|apr|jun|jul|aug|sep|sept|"
-                           r"oct|nov|dec|u\.s|u\.k)\.$", re.IGNORECASE)
+                           rf"st|mt|dr|mr|mrs|ms|prof|jr|sr|inc|ltd|co|corp|{_MONTH_CUTS}|u\.s|u\.k)\.$", re.IGNORECASE)
 
 
 def split_sentences(text: str, *, abbreviations: bool = False) -> tuple[str, ...]:
