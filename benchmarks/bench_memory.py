@@ -48,7 +48,7 @@ CASES = ("small", "hotpot", "one-lead", "big-budget", "memo")
 def _hotpot_facts(target_chars: int):
     """(question, facts): one fact per HotpotQA paragraph, one hop per row, whole lines up to
     ``target_chars`` of rendered context."""
-    from rootweaver_innovations.documents.corpus import load_qa_rows
+    from evals.qa_rows import load_qa_rows
     from rootweaver_innovations.records import Fact
 
     rows = load_qa_rows(REPO / "evals" / "data" / "hotpotqa.jsonl.gz")

@@ -29,7 +29,7 @@ def _rss_mb(pid: int) -> float:
 
 
 def _questions(n: int) -> list[str]:
-    from rootweaver_innovations.documents.corpus import load_qa_rows
+    from evals.qa_rows import load_qa_rows
 
     seen: dict[str, None] = {}
     for name in ("hotpotqa", "2wiki", "musique"):

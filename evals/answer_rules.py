@@ -18,7 +18,7 @@ from pathlib import Path
 from rootweaver_capabilities.assembly import build_rag
 from rootweaver_capabilities.config import MultiHopConfig
 from rootweaver_innovations.answer_rules.registry import answer_rule_names, make_answer_rules
-from rootweaver_innovations.documents.corpus import QARow
+from evals.qa_rows import QARow
 from evals.diagnostics import exact_match, f1_score, paired_bootstrap_ci
 from rootweaver_innovations.documents.folders import load_documents
 from rootweaver_innovations.retrieval.retrievers import BM25Retriever

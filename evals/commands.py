@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from rootweaver_innovations.documents.corpus import load_corpus_jsonl, load_qa_rows
+from evals.qa_rows import load_qa_rows
+from rootweaver_innovations.documents.corpus import load_corpus_jsonl
 from rootweaver_innovations.documents.demo import DEMO_CORPUS, GOLDEN_QUESTIONS, load_questions
 
 from .report import provenance, write_json, write_text

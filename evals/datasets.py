@@ -9,7 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rootweaver_innovations.documents.corpus import Passage, QARow, load_qa_rows
+from evals.qa_rows import QARow, load_qa_rows
+from rootweaver_innovations.documents.corpus import Passage
 
 __all__ = ["DATASETS", "DEFAULT_CACHE", "DEFAULT_DATA_ROOT", "OpenPool", "build_open_pool", "cached_embeddings", "is_yes_no",
            "load_rows"]

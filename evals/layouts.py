@@ -19,7 +19,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rootweaver_innovations.documents.corpus import Passage, QARow, passage_from_object
+from evals.qa_rows import QARow
+from rootweaver_innovations.documents.corpus import Passage, passage_from_object
 
 from .datasets import OpenPool
 

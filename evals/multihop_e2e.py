@@ -18,7 +18,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from rootweaver_innovations.documents.corpus import QARow
+from evals.qa_rows import QARow
 from evals.diagnostics import paired_bootstrap_ci
 from rootweaver_innovations.loop.multihop import MultiHopResult
 from rootweaver_innovations.retrieval.retrievers import BM25Retriever

@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 from rootweaver_innovations.compaction.line import CompactionRequest
 from rootweaver_innovations.compaction.synth_context import SynthContext
-from rootweaver_innovations.documents.corpus import Passage, QARow
+from evals.qa_rows import QARow
+from rootweaver_innovations.documents.corpus import Passage
 from evals.diagnostics import (
     all_gold_at_k,
     all_gold_in_reader,

@@ -118,13 +118,7 @@ def llamaindex_order(query: str, texts: Sequence[str], groups: Sequence[int], em
 def _fill(problem: PackingProblem, order: Sequence[int]) -> Selection:
     knap = problem.knapsack
     knap.reset()
-    taken: list[int] = []
-    for i in order:
-        if len(taken) == problem.cap:
-            break
-        if knap.used + knap.marginal_of(i) <= knap.capacity:
-            knap.take(i)
-            taken.append(i)
+    taken = knap.fill(order, problem.cap)
     return Selection(tuple(taken), tuple(float(len(order) - k) for k in range(len(taken))))
 
 

@@ -41,7 +41,7 @@ from rootweaver_capabilities.readers.chat import ChatClient
 from rootweaver_capabilities.readers.synthesizer import LLMSynthesizer
 from rootweaver_capabilities.readers.prompts import MODE_EVIDENCE, MODES, number_facts
 from rootweaver_innovations.compaction.synth_context import SynthContext
-from rootweaver_innovations.documents.corpus import QARow
+from evals.qa_rows import QARow
 from evals.diagnostics import (
     answer_in_context,
     exact_match,

@@ -24,7 +24,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from rootweaver_innovations.documents.corpus import QARow
+from evals.qa_rows import QARow
 from evals.diagnostics import answer_in_context, gold_doc_coverage, paired_bootstrap_ci
 from rootweaver_innovations.loop.multihop import MultiHopResult
 from rootweaver_innovations.compaction.packing import POLICIES, Budget, default_token_counter, fact_candidates, pack

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from rootweaver_innovations.compaction.budget import Budget
     from rootweaver_innovations.compaction.line import CompactionRequest, CompactionResult, DroppedFact
     from rootweaver_innovations.compaction.synth_context import SynthContext
-    from rootweaver_innovations.documents.corpus import CorpusError, Passage, QARow, load_corpus_jsonl, load_qa_rows
+    from rootweaver_innovations.documents.corpus import CorpusError, Passage, load_corpus_jsonl
     from rootweaver_innovations.answer_rules.extractive import extractive_answer
     from rootweaver_innovations.loop.multihop import Answer, Hop, MultiHopRAG, MultiHopResult, RuleDecomposer
     from rootweaver_innovations.records import Fact, facts_from_passages
@@ -43,7 +43,6 @@ __all__ = [
     "MultiHopRAG",
     "MultiHopResult",
     "Passage",
-    "QARow",
     "Retriever",
     "RuleDecomposer",
     "ScoredPassage",
@@ -51,7 +50,6 @@ __all__ = [
     "extractive_answer",
     "facts_from_passages",
     "load_corpus_jsonl",
-    "load_qa_rows",
     "make_compactor",
     "reasoning_key_terms",
     "register_answer_rule",
@@ -77,7 +75,6 @@ _SUBMODULE = {  # public name -> the submodule defining it
     "MultiHopRAG": "loop.multihop",
     "MultiHopResult": "loop.multihop",
     "Passage": "documents.corpus",
-    "QARow": "documents.corpus",
     "Retriever": "retrieval.retrievers",
     "RuleDecomposer": "loop.multihop",
     "ScoredPassage": "retrieval.retrievers",
@@ -85,7 +82,6 @@ _SUBMODULE = {  # public name -> the submodule defining it
     "extractive_answer": "answer_rules.extractive",
     "facts_from_passages": "records",
     "load_corpus_jsonl": "documents.corpus",
-    "load_qa_rows": "documents.corpus",
     "make_compactor": "compaction.strategies",
     "reasoning_key_terms": "text",
     "register_answer_rule": "answer_rules.registry",

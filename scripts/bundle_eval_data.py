@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write the evals' bundled data sets (``evals/data/*.jsonl.gz``) from the merged source files.
 
-Keeps only the fields :func:`rootweaver_innovations.documents.corpus.load_qa_rows` reads; no text is
+Keeps only the fields :func:`evals.qa_rows.load_qa_rows` reads; no text is
 edited. Run once by a maintainer with the source folder (``--source``, the layout described in
 ``evals/data/PROVENANCE.md``); the repo ships the output, so users and CI never need the source.
 """

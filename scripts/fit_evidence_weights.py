@@ -53,7 +53,8 @@ from evals.datasets import DATASETS, DEFAULT_DATA_ROOT, build_open_pool
 from evals.documents_folder import LAYOUTS, write_layout
 from evals.loops import product_loop
 from evals.packing import TOP_K, retrieved_candidates
-from rootweaver_innovations.documents.corpus import CorpusError, load_corpus_jsonl, load_qa_rows
+from evals.qa_rows import load_qa_rows
+from rootweaver_innovations.documents.corpus import CorpusError, load_corpus_jsonl
 from evals.diagnostics import answer_in_context
 from rootweaver_innovations.documents.folders import load_documents
 from rootweaver_innovations.compaction.evidence import MODEL_FILE, EvidenceModel, EvidenceParams, ProblemFeatures

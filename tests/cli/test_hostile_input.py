@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 from rootweaver_capabilities.cli.main import main
 from rootweaver_capabilities.config import MAX_CONFIG_BYTES, ConfigError, MultiHopConfig, knob_reference
-from rootweaver_innovations.documents.corpus import CorpusError, load_corpus_jsonl, load_qa_rows
+from evals.qa_rows import load_qa_rows
+from rootweaver_innovations.documents.corpus import CorpusError, load_corpus_jsonl
 from rootweaver_innovations.documents.demo import load_questions
 
 from strategies import ALIAS_BOMB, config_mappings, config_texts, deep_nesting, json_values, qa_rows_with_a_hole

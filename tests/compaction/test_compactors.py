@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -131,12 +132,13 @@ def test_registry_rejects_duplicates_and_off_and_names_choices():
 @given(st.lists(st.lists(st.sampled_from(["alpha", "beta", "gamma", "river", "film", "born"]), min_size=1, max_size=6),
                 min_size=1, max_size=8),
        st.lists(st.sampled_from(["alpha", "beta", "river", "zeta"]), max_size=4))
-def test_okapi_scores_reproduce_rank_bm25(docs, query):
+def test_relevance_reproduces_rank_bm25(docs, query):
     from rank_bm25 import BM25Okapi
 
-    from rootweaver_innovations.compaction.packing.candidates import okapi_scores
+    from rootweaver_innovations.compaction.packing.candidates import _DocTerms, _okapi
 
-    assert okapi_scores(docs, query) == pytest.approx(list(BM25Okapi(docs).get_scores(query)), abs=1e-9)
+    counted = [_DocTerms(len(d), Counter(d)) for d in docs]
+    assert _okapi(counted, query) == pytest.approx(list(BM25Okapi(docs).get_scores(query)), abs=1e-9)
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import itertools
 import json
+import re
 
 import numpy as np
 import pytest
@@ -237,11 +238,15 @@ def test_chunks_of_one_titled_part_of_a_file_are_one_document_to_the_packers():
     assert docs[3:] == ["p1", "p2"] and docs[0] not in docs[3:]  # no source: each passage is its own
 
 @pytest.mark.parametrize(
-    "kwargs",
-    [{"coverage": -1}, {"coverage": float("nan")}, {"price": True}, {"options_per_doc": 0}, {"max_per_doc": 3}],
+    ("kwargs", "message"),
+    [({"coverage": -1}, "coverage must be a finite number >= 0, got -1"),
+     ({"coverage": float("nan")}, "coverage must be a finite number >= 0, got nan"),
+     ({"price": True}, "price must be a finite number >= 0, got True"),
+     ({"options_per_doc": 0}, "options_per_doc must be an int >= 1, got 0"),
+     ({"max_per_doc": 3}, "max_per_doc must be 1 or 2, got 3")],
 )
-def test_bad_params_raise_value_error(kwargs):
-    with pytest.raises(ValueError):
+def test_bad_params_raise_value_error(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         EvidenceParams(**kwargs)
 
 

@@ -10,10 +10,32 @@ from hypothesis import strategies as st
 
 from rootweaver_innovations.compaction.packing import Budget, Header, SubmodularObjective, SubmodularWeights
 from rootweaver_innovations.compaction.packing.knapsack import Knapsack
-from rootweaver_innovations.compaction.packing.greedy import lazy_greedy, plain_greedy
+from rootweaver_innovations.compaction.packing.greedy import GreedyResult, _cap, _finish, lazy_greedy
 from strategies import budgets, objective_inputs, words
 
 BOUND = (1 - 1 / math.e) / 2
+
+
+def plain_greedy(objective, knapsack, max_snippets=None):
+    """The reference: cost-scaled greedy evaluating every candidate's gain at every step, plus
+    the product's best-singleton fallback; lazy_greedy must return exactly its selection."""
+    n = len(knapsack.item)
+    cap = _cap(max_snippets, n)
+    objective.reset()
+    knapsack.reset()
+    order: list[int] = []
+    gains: list[float] = []
+    for feasible in knapsack.rounds(cap):
+        g = objective.gains()
+        ratio = np.where(feasible, g / knapsack.marginal(), -np.inf)
+        best = int(np.argmax(ratio))
+        if not ratio[best] > 0:
+            break
+        order.append(best)
+        gains.append(float(g[best]))
+        objective.add(best)
+        knapsack.take(best)
+    return _finish(objective, knapsack, order, gains) if cap else GreedyResult((), (), 0.0, False)
 
 
 def brute_force(objective, knapsack):
@@ -155,3 +177,15 @@ def test_ties_break_by_lowest_index():
     knapsack = Knapsack(Budget.chars(3), ["a", "b", "c"])  # capacity 4: two items of cost 2
     assert plain_greedy(objective, knapsack).order == (0, 1)
     assert lazy_greedy(objective, knapsack).order == (0, 1)
+
+
+def test_fill_takes_what_fits_in_order_once_and_a_paid_header_cheapens_its_other_lines():
+    # capacity 31; items cost text + 1: a 10, b 5, c 10, d 2; the header costs 14 once.
+    # b (5 + 14) first pays the header, so a then costs 10 (not 24) and fits: 29;
+    # b again is skipped, c (10) no longer fits, d (2) fills to 31 exactly.
+    header = Header(0, "From query: q")
+    knapsack = Knapsack(Budget.chars(30), ["a" * 9, "b" * 4, "c" * 9, "d"], [header, header, None, None])
+    assert knapsack.fill([1, 1, 0, 2, 3], cap=3) == [1, 0, 3]
+    assert (knapsack.used, knapsack.count) == (31, 3)
+    knapsack.reset()
+    assert knapsack.fill([1, 1, 0, 2, 3], cap=2) == [1, 0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -142,11 +143,15 @@ def test_degenerate_terms_are_zero():
 
 
 @pytest.mark.parametrize(
-    "kwargs",
-    [{"w_rel": -1.0}, {"w_div": float("nan")}, {"alpha": 0.0}, {"alpha": 1.5}, {"w_qry": True}],
+    ("kwargs", "message"),
+    [({"w_rel": -1.0}, "w_rel must be a finite number >= 0, got -1.0"),
+     ({"w_div": float("nan")}, "w_div must be a finite number >= 0, got nan"),
+     ({"alpha": 0.0}, "alpha must be in (0, 1], got 0.0"),
+     ({"alpha": 1.5}, "alpha must be in (0, 1], got 1.5"),
+     ({"w_qry": True}, "w_qry must be a finite number >= 0, got True")],
 )
-def test_weights_are_validated(kwargs):
-    with pytest.raises(ValueError):
+def test_weights_are_validated(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         SubmodularWeights(**kwargs)
 
 
@@ -175,9 +180,9 @@ def test_similarity_records_are_validated_and_dense_clips_negatives():
     # orthogonal and opposite vectors: cosines 0 and -1 -> clipped to 0; self = 1
     s = dense_similarity(np.array([[1.0, 0.0], [0.0, 2.0], [-1.0, 0.0]])).matrix
     assert s.tolist() == [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape("similarity values must be finite and in [0, 1]")):
         Similarity(np.full((2, 2), 1.5), "dense")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape("similarity kind must be one of ['tfidf', 'dense'], got 'cosine'")):
         Similarity(np.eye(2), "cosine")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape("embeddings must be a finite 2-D array, got shape (2,)")):
         dense_similarity(np.array([1.0, 2.0]))

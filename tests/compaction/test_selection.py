@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import re
 import subprocess
 import sys
 
@@ -237,24 +238,27 @@ def test_registry_lists_policies_and_accepts_new_ones():
 
 
 @pytest.mark.parametrize(
-    "make",
+    ("make", "message"),
     [
-        lambda: Budget(0),
-        lambda: Budget(10, "bytes"),
-        lambda: Budget(True),
-        lambda: Budget(10, "chars", counter=_Superadditive()),
-        lambda: Candidate("", "d", "t", 0, 1.0),
-        lambda: Candidate("a", "d", "   ", 0, 1.0),
-        lambda: Candidate("a", "d", "t", -1, 1.0),
-        lambda: Candidate("a", "d", "t", 0, float("nan")),
-        lambda: Candidate("a", "d", "t", 0, -0.5),
-        lambda: pack("naive", [], "", Budget.chars(5), max_snippets=0),
-        lambda: pack("naive", [cand("a", "x")], "", Budget.chars(5), similarity=dense_similarity(np.eye(2))),
-        lambda: screen(["not a candidate"]),
+        (lambda: Budget(0), "budget limit must be a positive int, got 0"),
+        (lambda: Budget(10, "bytes"), "budget unit must be one of ['chars', 'tokens'], got 'bytes'"),
+        (lambda: Budget(True), "budget limit must be a positive int, got True"),
+        (lambda: Budget(10, "chars", counter=_Superadditive()), "a token counter only applies to unit='tokens'"),
+        (lambda: Candidate("", "d", "t", 0, 1.0), "candidate id must be a non-empty str, got ''"),
+        (lambda: Candidate("a", "d", "   ", 0, 1.0), "candidate 'a': text must be a str with visible content"),
+        (lambda: Candidate("a", "d", "t", -1, 1.0), "candidate 'a': position must be an int >= 0, got -1"),
+        (lambda: Candidate("a", "d", "t", 0, float("nan")),
+         "candidate 'a': relevance must be a finite number >= 0, got nan"),
+        (lambda: Candidate("a", "d", "t", 0, -0.5), "candidate 'a': relevance must be a finite number >= 0, got -0.5"),
+        (lambda: pack("naive", [], "", Budget.chars(5), max_snippets=0),
+         "max_snippets must be a positive int or None, got 0"),
+        (lambda: pack("naive", [cand("a", "x")], "", Budget.chars(5), similarity=dense_similarity(np.eye(2))),
+         "similarity must be a Similarity over the 1 candidates"),
+        (lambda: screen(["not a candidate"]), "expected Candidate items, got str"),
     ],
 )
-def test_bad_inputs_raise_value_error(make):
-    with pytest.raises(ValueError):
+def test_bad_inputs_raise_value_error(make, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         make()
 
 

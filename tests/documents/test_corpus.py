@@ -1,4 +1,4 @@
-"""Corpus and dataset loading: clear errors naming file and line; all three layouts."""
+"""Corpus loading: clear errors naming file and line; sentences; lead subjects."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rootweaver_innovations.documents.corpus import CorpusError, Passage, load_corpus_jsonl, load_qa_rows, split_sentences
+from rootweaver_innovations.documents.corpus import CorpusError, Passage, load_corpus_jsonl, split_sentences
 
 
 def test_corpus_jsonl_roundtrip(tmp_path):
@@ -42,20 +42,6 @@ def test_missing_file(tmp_path):
 def test_split_sentences():
     assert split_sentences("Born 1923. He wrote poems.  \"Quoted\" end") == ("Born 1923.", "He wrote poems.", "\"Quoted\" end")
     assert split_sentences("no break here") == ("no break here",)
-
-
-@pytest.mark.parametrize("path, n_paras", [
-    ("hotpotqa.jsonl.gz", 10),
-    ("2wiki.jsonl.gz", 10),
-    ("musique.jsonl.gz", 20),
-])
-def test_dataset_layouts_load(bundled_data, path, n_paras):
-    rows = load_qa_rows(bundled_data / path, limit=5)
-    assert len(rows) == 5
-    for row in rows:
-        assert row.question and row.answer and len(row.passages) == n_paras
-        titles = {p.title for p in row.passages}
-        assert row.gold_titles and set(row.gold_titles) <= titles
 
 
 def test_a_record_text_keeps_initials_in_their_sentence():

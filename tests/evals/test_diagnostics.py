@@ -121,19 +121,21 @@ def test_f1_takes_the_best_alias():
 
 
 @pytest.mark.parametrize(
-    "call",
+    ("call", "message"),
     [
-        lambda: gold_doc_coverage(["A"], []),
-        lambda: recall_at_k(["A"], ["A"], 0),
-        lambda: f1_score("x", []),
-        lambda: paired_bootstrap_ci([1, 2], [1]),
-        lambda: paired_bootstrap_ci([], []),
-        lambda: paired_bootstrap_ci([1], [0], confidence=1.0),
-        lambda: paired_bootstrap_ci([1], [0], n_resamples=0),
+        (lambda: gold_doc_coverage(["A"], []), "at least one gold document id is required"),
+        (lambda: recall_at_k(["A"], ["A"], 0), "k must be a positive int, got 0"),
+        (lambda: f1_score("x", []), "at least one gold answer is required"),
+        (lambda: paired_bootstrap_ci([1, 2], [1]),
+         "a and b must be equal-length non-empty 1-D sequences, got (2,) and (1,)"),
+        (lambda: paired_bootstrap_ci([], []),
+         "a and b must be equal-length non-empty 1-D sequences, got (0,) and (0,)"),
+        (lambda: paired_bootstrap_ci([1], [0], confidence=1.0), "confidence must be in (0, 1), got 1.0"),
+        (lambda: paired_bootstrap_ci([1], [0], n_resamples=0), "n_resamples must be a positive int, got 0"),
     ],
 )
-def test_bad_inputs_raise(call):
-    with pytest.raises(ValueError):
+def test_bad_inputs_raise(call, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         call()
 
 

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from evals.datasets import build_open_pool
 from evals.layouts import LAYOUTS, WINDOW_STRIDE, WINDOW_WORDS, lay_out, window_records
-from rootweaver_innovations.documents.corpus import Passage, load_qa_rows
+from evals.qa_rows import load_qa_rows
+from rootweaver_innovations.documents.corpus import Passage
 
 WORDS = st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta", "Ebla", "vizier", "1838", "."]),
                  min_size=1, max_size=200)

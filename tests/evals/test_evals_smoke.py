@@ -12,7 +12,7 @@ from evals.synth_eval import run_synth_eval
 from evals.trajectory import GOLDEN_FILE, run_trajectory_eval
 from rootweaver_capabilities.cli.main import main
 from rootweaver_innovations.compaction.line import CompactionResult
-from rootweaver_innovations.documents.corpus import load_qa_rows
+from evals.qa_rows import load_qa_rows
 from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 
 HOTPOT = "hotpotqa.jsonl.gz"

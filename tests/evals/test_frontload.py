@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -231,9 +232,14 @@ def test_controller_defaults_walk_down_and_back_up():
     assert seen == [80, 60, 40, 20, 20, 40, 60, 80, 100, 100]
 
 
-@pytest.mark.parametrize("kwargs", [dict(d_min=0), dict(batch=0), dict(d_min=50, d_max=20), dict(d_max=90)])
-def test_controller_rejects_bad_config(kwargs):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(("kwargs", "message"), [
+    (dict(d_min=0), "d_min and batch must be >= 1, got d_min=0, batch=20"),
+    (dict(batch=0), "d_min and batch must be >= 1, got d_min=20, batch=0"),
+    (dict(d_min=50, d_max=20), "d_max (20) must be >= d_min (50)"),
+    (dict(d_max=90), "d_max - d_min (70) must be a multiple of batch (20)"),
+])
+def test_controller_rejects_bad_config(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
         DepthController(**kwargs)
 
 

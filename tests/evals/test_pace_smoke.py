@@ -17,7 +17,8 @@ from evals.frontload_eval import run_frontload_eval
 from evals.pace import measure_llm_service
 from evals.pace_render import frontload_markdown, pace_markdown, plot_pace
 from evals.pace_sim import fit_service, run_pace_simulation, simulate_tandem
-from rootweaver_innovations.documents.corpus import Passage, QARow
+from evals.qa_rows import QARow
+from rootweaver_innovations.documents.corpus import Passage
 from evals.frontload import DepthController
 
 SERVICE = {20: 0.2, 40: 0.4, 50: 0.5, 60: 0.6, 80: 0.8, 100: 1.0}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 pytest.importorskip("langchain_classic")
@@ -30,7 +32,7 @@ def test_parse_windows_maps_overlapping_windows_back_to_sentences():
     sentences = ["A b.", "C d.", "E f.", "A b. C"]
     # windows "A b. C d." (around 0) and "C d. E f." (around 1) joined by a space, as the optimizer does
     assert _parse_windows("A b. C d. C d. E f.", sentences) == [0, 1, 2]
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="cannot map the optimizer's output back to its sentences"):
         _parse_windows("nothing here", sentences)
 
 
@@ -56,5 +58,5 @@ def test_registered_peers_pack_within_budget_with_the_real_model():
         assert name in POLICIES
         res = pack(name, cands, "What is the capital of France?", Budget.tokens(16))
         assert 0 < res.used <= 16 and res.text == "\n".join(p.candidate.text for p in res.packet)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape("unknown peer policies ['haystack']; choose from")):
         register_peers(["haystack"])

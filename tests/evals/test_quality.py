@@ -4,6 +4,7 @@ itself, through a real embedded reader, is in tests/integration/test_embedded_re
 from __future__ import annotations
 
 from dataclasses import asdict
+import re
 
 import pytest
 
@@ -44,19 +45,26 @@ def test_gate_fails_outside_band_and_is_invalid_when_degraded():
     assert rep["gates"]["line"]["verdict"] == "INVALID" and rep["configs"]["line"]["degraded"] == 1
 
 
-@pytest.mark.parametrize("kwargs", [{"runs": 0}, {"runs": 2, "temperature": 0.0}, {"mode": "essay"}, {"rows": []}])
-def test_run_quality_rejects_settings_before_any_call(kwargs):
-    from rootweaver_innovations.documents.corpus import Passage, QARow
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"runs": 0}, "runs must be >= 1, got 0"),
+    ({"runs": 2, "temperature": 0.0}, "runs >= 2 need temperature > 0 so that runs differ, got 0.0"),
+    ({"mode": "essay"}, "mode must be one of ['answer', 'evidence'], got 'essay'"),
+    ({"rows": []}, "rows must not be empty"),
+])
+def test_run_quality_rejects_settings_before_any_call(kwargs, message):
+    from evals.qa_rows import QARow
+    from rootweaver_innovations.documents.corpus import Passage
 
     qa = QARow("q", "Who?", "A", (Passage("p", "T", ("A is here.",)),), ("T",), ())
     rows = kwargs.pop("rows", [qa])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=re.escape(message)):
         run_quality(rows, client=None, **kwargs)  # type: ignore[arg-type]
 
 
 def test_select_questions_skips_yes_no_and_cited_lines_score_against_gold_facts():
     from evals.quality import _cited_pr, select_questions
-    from rootweaver_innovations.documents.corpus import Passage, QARow
+    from evals.qa_rows import QARow
+    from rootweaver_innovations.documents.corpus import Passage
 
     qa = QARow("q", "Who wrote Dune?", "Frank Herbert",
                (Passage("p1", "Dune", ("Dune is a novel.", "It was written by Frank Herbert.")),
@@ -73,7 +81,8 @@ def test_select_questions_skips_yes_no_and_cited_lines_score_against_gold_facts(
 
 def test_evidence_scores_are_strict():
     from evals.quality import _ebg
-    from rootweaver_innovations.documents.corpus import Passage, QARow
+    from evals.qa_rows import QARow
+    from rootweaver_innovations.documents.corpus import Passage
 
     qa = QARow("q", "Who wrote Dune?", "Frank Herbert",
                (Passage("p1", "Dune", ("Dune is a novel.", "It was written by Frank Herbert.")),
@@ -109,5 +118,5 @@ def test_merge_reports_resummarises_disjoint_chunks():
     assert merged["settings"]["n_questions"] == 2 and merged["settings"]["wall_s"] == 4.0
     assert merged["gates"]["line"]["f1"]["delta"] == pytest.approx(-0.5)
     assert merged["configs"]["line"]["f1"] == pytest.approx(0.5)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="a question appears in more than one report"):
         merge_reports([chunk("q1", 1, 1), chunk("q1", 1, 1)])

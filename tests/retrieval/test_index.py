@@ -6,6 +6,7 @@ Speed is measured in ``benchmarks/bench_index.py``, never here.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -133,7 +134,7 @@ def test_passage_store_reads_by_position_and_slices(demo_index, demo_passages):
     assert len(store) == len(demo_passages)
     assert store[0] == demo_passages[0] and store[-1] == demo_passages[-1]
     assert store[10:13] == demo_passages[10:13]
-    with pytest.raises(IndexError):
+    with pytest.raises(IndexError, match=rf"passage {len(store)} out of range \({len(store)} passages\)"):
         store[len(store)]
 
 
@@ -217,11 +218,12 @@ def test_a_bad_corpus_names_file_and_line_and_leaves_nothing(tmp_path, lines, ms
 def test_a_line_that_is_not_utf8_is_refused_as_the_loader_refuses_it(tmp_path):
     corpus = tmp_path / "c.jsonl"
     corpus.write_bytes(b'{"id": "a", "title": "A", "text": "x"}\n{"id": "b", "title": "B", "text": "\xff"}\n')
-    with pytest.raises(CorpusError) as loaded:
+    message = f"{corpus}:2: not valid UTF-8 (byte 0xff at column 36)"
+    with pytest.raises(CorpusError, match=re.escape(message)) as loaded:
         load_corpus_jsonl(corpus)
-    with pytest.raises(CorpusError) as built:
+    with pytest.raises(CorpusError, match=re.escape(message)) as built:
         build_index(corpus, tmp_path / "idx", chunk_size=1)
-    assert str(built.value) == str(loaded.value) == f"{corpus}:2: not valid UTF-8 (byte 0xff at column 36)"
+    assert str(built.value) == str(loaded.value) == message  # the whole message, nothing more
     assert not (tmp_path / "idx").exists()
 
 

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from rootweaver_innovations.compaction.checks import check_int, check_nonnegative
 from rootweaver_innovations.compaction.evidence.features import EvidenceProblem, ProblemFeatures
 
 __all__ = ["MODEL_FILE", "EvidenceModel", "EvidenceParams", "EvidenceScores", "score", "shipped_model"]
@@ -67,17 +68,11 @@ class EvidenceParams:
 
     def __post_init__(self) -> None:
         for name in ("coverage", "price", "fill_evidence"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
-                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
-        opts = self.options_per_doc
-        if isinstance(opts, bool) or not isinstance(opts, int) or opts < 1:
-            raise ValueError(f"options_per_doc must be an int >= 1, got {self.options_per_doc!r}")
+            check_nonnegative(name, getattr(self, name))
+        check_int("options_per_doc", self.options_per_doc, 1)
         if self.max_per_doc not in (1, 2) or isinstance(self.max_per_doc, bool):
             raise ValueError(f"max_per_doc must be 1 or 2, got {self.max_per_doc!r}")
-        cover = self.max_cover_docs
-        if isinstance(cover, bool) or not isinstance(cover, int) or cover < 1:
-            raise ValueError(f"max_cover_docs must be an int >= 1, got {cover!r}")
+        check_int("max_cover_docs", self.max_cover_docs, 1)
 
 
 class EvidenceScores(NamedTuple):

@@ -16,20 +16,17 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from rootweaver_innovations.compaction.checks import check_int, check_nonnegative
 from rootweaver_innovations.records import Fact
 from rootweaver_innovations.memo import Memo
+from rootweaver_innovations.retrieval.bm25_matrix import okapi_idf, saturation
 from rootweaver_innovations.text import bm25_tokenize
 
-__all__ = ["Candidate", "Header", "fact_candidates", "okapi_scores", "rank_order"]
+__all__ = ["Candidate", "Header", "fact_candidates", "rank_order"]
 
-OKAPI_K1 = 1.5  # rank-bm25's BM25Okapi defaults, reproduced exactly by okapi_scores
+OKAPI_K1 = 1.5  # rank-bm25's BM25Okapi defaults, reproduced by _okapi
 OKAPI_B = 0.75
 OKAPI_EPSILON = 0.25
-
-
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
 
 
 class _CandidateFields(NamedTuple):
@@ -104,11 +101,10 @@ class Candidate(_CandidateFields):
             raise ValueError(f"candidate {self.id!r}: doc_id must be a str, got {self.doc_id!r}")
         if not isinstance(self.text, str) or not self.text or self.text.isspace():
             raise ValueError(f"candidate {self.id!r}: text must be a str with visible content")
-        _check_int(f"candidate {self.id!r}: position", self.position, 0)
-        if isinstance(rel, bool) or not isinstance(rel, (int, float)) or not math.isfinite(rel) or rel < 0:
-            raise ValueError(f"candidate {self.id!r}: relevance must be a finite number >= 0, got {rel!r}")
+        check_int(f"candidate {self.id!r}: position", self.position, 0)
+        check_nonnegative(f"candidate {self.id!r}: relevance", rel)
         if hop is not None:
-            _check_int(f"candidate {self.id!r}: hop", hop, 0)
+            check_int(f"candidate {self.id!r}: hop", hop, 0)
         for name, value in (("version", self.version), ("source", self.source), ("body", self.body),
                             ("sub_query", self.sub_query)):
             if value is not None and not isinstance(value, str):
@@ -151,19 +147,9 @@ class Header:
     text: str
 
     def __post_init__(self) -> None:
-        _check_int("header position", self.position, 0)
+        check_int("header position", self.position, 0)
         if not isinstance(self.text, str) or "\n" in self.text:
             raise ValueError(f"header text must be a single-line str, got {self.text!r}")
-
-
-def okapi_scores(docs: Sequence[Sequence[str]], query: Sequence[str]) -> list[float]:
-    """BM25 Okapi of each tokenised doc against ``query`` over the corpus ``docs``.
-
-    The formula and constants of rank-bm25's ``BM25Okapi`` (k1 1.5, b 0.75, a term in more
-    than half of the docs gets ``0.25 *`` the mean idf), so its scores are reproduced
-    exactly; a repeated query term counts once per occurrence. Empty ``docs``: ``[]``.
-    """
-    return _okapi([_DocTerms(len(d), Counter(d)) for d in docs], query)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +161,14 @@ class _DocTerms:
 
 
 def _okapi(docs: Sequence[_DocTerms], query: Sequence[str]) -> list[float]:
-    """:func:`okapi_scores` over docs already counted.
+    """BM25 Okapi of each counted doc against the tokens ``query`` over the corpus ``docs``.
 
+    The formula and constants of rank-bm25's ``BM25Okapi`` (k1 1.5, b 0.75, a term in more
+    than half of the docs gets ``0.25 *`` the mean idf), so its scores are reproduced but for
+    the last bits of a float64 (built from
+    :func:`~rootweaver_innovations.retrieval.bm25_matrix.okapi_idf` and
+    :func:`~rootweaver_innovations.retrieval.bm25_matrix.saturation`, multiplied in another
+    order than rank-bm25's); a repeated query term counts once per occurrence. Empty ``docs``: ``[]``.
     Only the query's terms are looked up; the mean idf over every term of the corpus (the
     floor of a term in more than half of the docs) is computed only when a query term needs it.
     """
@@ -187,15 +179,15 @@ def _okapi(docs: Sequence[_DocTerms], query: Sequence[str]) -> list[float]:
     counts = [d.counts for d in docs]
     tf = np.fromiter([c.get(t, 0) for t in terms for c in counts], dtype=np.float64,  # (docs, terms), by term
                      count=n * len(terms)).reshape(len(terms), n).T
-    freq = np.count_nonzero(tf, axis=0).astype(np.float64)
+    freq = np.count_nonzero(tf, axis=0)
     present = freq > 0
-    idf = np.log(n - freq + 0.5) - np.log(freq + 0.5)
+    if not present.any():  # no query term in any doc (every doc empty included): all zero
+        return [0.0] * n
+    idf = okapi_idf(freq, n)
     if (idf[present] < 0).any():
         idf = np.where(idf < 0, OKAPI_EPSILON * _mean_idf(docs), idf)
     lengths = np.array([d.length for d in docs], dtype=np.float64)
-    avgdl = float(lengths.mean())
-    norm = OKAPI_K1 * (1 - OKAPI_B + OKAPI_B * lengths / avgdl) if avgdl else np.full(n, OKAPI_K1)
-    gain = idf * tf * (OKAPI_K1 + 1) / (tf + norm[:, None])  # 0.0 where a doc lacks the term
+    gain = (OKAPI_K1 + 1) * idf * saturation(tf, lengths[:, None], float(lengths.mean()), OKAPI_K1, OKAPI_B)
     column = {t: j for j, t in enumerate(terms)}
     scores = np.zeros(n)
     for term in query:  # summed in query order, once per occurrence
@@ -208,8 +200,7 @@ def _okapi(docs: Sequence[_DocTerms], query: Sequence[str]) -> list[float]:
 def _mean_idf(docs: Sequence[_DocTerms]) -> float:
     """Mean idf over every distinct term of ``docs``, in first-appearance order."""
     df = Counter(chain.from_iterable(d.counts for d in docs))
-    freq = np.fromiter(df.values(), dtype=np.float64, count=len(df))
-    return float((np.log(len(docs) - freq + 0.5) - np.log(freq + 0.5)).mean())
+    return float(okapi_idf(np.fromiter(df.values(), dtype=np.int64, count=len(df)), len(docs)).mean())
 
 
 def _doc_terms_bytes(d: _DocTerms) -> int:
@@ -256,7 +247,7 @@ def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
     are; records titled by one id likewise), ``source`` the title (under an id title the
     file's subject when known, the name the reader sees on the line; ``id_title`` set),
     ``position`` the fact's index in ``facts`` (the loop's hop and rank order), ``relevance``
-    :func:`okapi_scores` of the line's terms against ``question``, clipped at 0 (under an id
+    BM25 Okapi (rank-bm25's) of the line's terms against ``question``, clipped at 0 (under an id
     title, of the sentence's: the file's subject on the line is for the reader, and scoring it
     cost answers on 2Wiki and MuSiQue, docs/results.md section 15); ``hop`` and ``sub_query``
     the fact's. Facts whose sentence is blank are skipped. The product's compactors, the

@@ -39,10 +39,6 @@ class PackingCompactor:
     max_snippets: int | None = None
     embedder: Embedder | None = None
 
-    @property
-    def name(self) -> str:
-        return self.policy
-
     def __call__(self, request: CompactionRequest) -> CompactionResult:
         facts = request.facts
         cands = fact_candidates(request.question, facts)

@@ -178,17 +178,8 @@ def evidence_policy(problem: PackingProblem, model: EvidenceModel | None = None)
     by_score = np.lexsort((np.arange(n), -p))
     chosen = set(_cover(p, params.coverage * q, problem, params))
     fill = np.lexsort((np.arange(n), -(p + params.fill_evidence * q[problem.doc_index])))
-    order: list[int] = []
-    taken: set[int] = set()
-    marginal = knap.marginal().tolist()
-    for i in chain([i for i in by_score.tolist() if i in chosen], fill.tolist()):  # the cover, then the fill
-        if len(order) == problem.cap:
-            break
-        if i not in taken and knap.used + marginal[i] <= knap.capacity:
-            knap.take(i)
-            taken.add(i)
-            order.append(i)
-            marginal = knap.marginal().tolist()  # a header paid makes its other candidates cheaper
+    cover = [i for i in by_score.tolist() if i in chosen]
+    order = knap.fill(chain(cover, fill.tolist()), problem.cap)  # the cover, then the fill
     p_of = p.tolist()
     return Selection(tuple(order), tuple(p_of[i] for i in order))
 

@@ -1,6 +1,6 @@
-"""Cost-scaled greedy for budgeted monotone submodular maximisation, plain and lazy.
+"""Cost-scaled greedy for budgeted monotone submodular maximisation, with lazy evaluation.
 
-Both variants take an objective (anything with ``reset``, ``gains(idx=None)``, ``add``,
+:func:`lazy_greedy` takes an objective (anything with ``reset``, ``gains(idx=None)``, ``add``,
 ``evaluate``; see :class:`~rootweaver_innovations.compaction.packing.objective.SubmodularObjective`)
 and a :class:`~rootweaver_innovations.compaction.packing.knapsack.Knapsack`. Each step adds the
 candidate that fits with the largest marginal gain per unit of marginal cost (ties: lowest
@@ -10,14 +10,15 @@ Bilmes): when the best candidate that fits on its own scores more than the greed
 that single candidate is returned instead. With modular costs and no snippet cap this
 gives at least (1 - 1/e)/2 of the optimum (checked against brute force in the tests).
 
-The lazy variant keeps stale gains as upper bounds (submodularity) and re-evaluates only
-the candidate on top, then, in one batch, every stale one whose bound still beats the best
+Lazy evaluation keeps stale gains as upper bounds (submodularity) and re-evaluates only the
+candidate on top, then, in one batch, every stale one whose bound still beats the best
 fresh ratio; stale bounds are widened by a relative 1e-9 (plus 1e-12) so float
 rounding cannot make a stale bound fall below a true gain, and a candidate is accepted
-only when its fresh ratio is the top key (ties to the lower index, as in the plain
-variant). A candidate's gain is computed bit-identically whichever batch it is evaluated
-in (see the objective module), so it returns exactly the plain selection; it is the one
-the ``submodular`` policy uses, since it scales better with the candidate count.
+only when its fresh ratio is the top key (ties to the lower index). A candidate's gain is
+computed bit-identically whichever batch it is evaluated in (see the objective module), so
+it returns exactly the selection of the plain greedy that evaluates every gain at every
+step (the tests hold that reference and check the two agree), at a fraction of the gain
+evaluations; the ``submodular`` policy uses it.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import numpy as np
 
 from rootweaver_innovations.compaction.packing.knapsack import Knapsack
 
-__all__ = ["GreedyResult", "Objective", "lazy_greedy", "plain_greedy"]
+__all__ = ["GreedyResult", "Objective", "lazy_greedy"]
 
 _SLACK = 1e-9
 _TINY = 1e-12
@@ -73,32 +74,9 @@ def _finish(objective: Objective, knapsack: Knapsack, order: list[int], gains: l
     return GreedyResult(tuple(order), tuple(gains), value, False)
 
 
-def plain_greedy(objective: Objective, knapsack: Knapsack, max_snippets: int | None = None) -> GreedyResult:
-    """Cost-scaled greedy evaluating every candidate's gain at every step, plus the fallback."""
-    n = len(knapsack.item)
-    cap = _cap(max_snippets, n)
-    objective.reset()
-    knapsack.reset()
-    order: list[int] = []
-    gains: list[float] = []
-    while len(order) < cap:
-        feasible = knapsack.feasible()
-        if not feasible.any():
-            break
-        g = objective.gains()
-        ratio = np.where(feasible, g / knapsack.marginal(), -np.inf)
-        best = int(np.argmax(ratio))
-        if not ratio[best] > 0:
-            break
-        order.append(best)
-        gains.append(float(g[best]))
-        objective.add(best)
-        knapsack.take(best)
-    return _finish(objective, knapsack, order, gains) if cap else GreedyResult((), (), 0.0, False)
-
-
 def lazy_greedy(objective: Objective, knapsack: Knapsack, max_snippets: int | None = None) -> GreedyResult:
-    """The same selection as :func:`plain_greedy`, re-evaluating only candidates on top."""
+    """The cost-scaled greedy selection with the fallback (module docstring), re-evaluating
+    only the candidates on top; ``max_snippets`` caps the picks (``None``: no cap)."""
     n = len(knapsack.item)
     cap = _cap(max_snippets, n)
     objective.reset()
@@ -107,10 +85,7 @@ def lazy_greedy(objective: Objective, knapsack: Knapsack, max_snippets: int | No
     fresh = np.ones(n, dtype=bool)
     order: list[int] = []
     gains: list[float] = []
-    while len(order) < cap:
-        feasible = knapsack.feasible()
-        if not feasible.any():
-            break
+    for feasible in knapsack.rounds(cap):
         cost = knapsack.marginal()
         while True:
             key = np.where(feasible, np.where(fresh, bound, bound * (1.0 + _SLACK) + _TINY) / cost, -np.inf)

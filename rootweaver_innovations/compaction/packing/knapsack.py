@@ -9,7 +9,7 @@ afterwards and :func:`~rootweaver_innovations.compaction.packing.policies.pack` 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -51,19 +51,45 @@ class Knapsack:
         self.paid = np.zeros(len(self.group_cost), dtype=bool)
         self.paid[0] = True
         self.taken = np.zeros(len(self.item), dtype=bool)
+        self.count = 0
         self._marginal = self.item + self.group_cost[self.group]
 
     def marginal(self) -> np.ndarray:
         """Cost of adding each candidate now (its header included if not yet paid); read-only."""
         return self._marginal
 
-    def marginal_of(self, i: int) -> int:
-        """Cost of adding candidate ``i`` now (scalar form of :meth:`marginal`)."""
-        return int(self._marginal[i])
-
     def feasible(self) -> np.ndarray:
         """Candidates not yet taken whose marginal cost fits in what is left."""
         return ~self.taken & (self._marginal <= self.capacity - self.used)
+
+    def rounds(self, cap: int) -> Iterator[np.ndarray]:
+        """:meth:`feasible` before each pick of a greedy run: while fewer than ``cap``
+        candidates are taken and one still fits. The caller takes one (or stops) per round."""
+        while self.count < cap:
+            feasible = self.feasible()
+            if not feasible.any():
+                return
+            yield feasible
+
+    def fill(self, order: Iterable[int], cap: int) -> list[int]:
+        """Take, in ``order``, each candidate not yet taken that still fits, until ``cap``
+        candidates are taken in all; the ones taken here, in the order taken. A candidate may
+        come more than once in ``order`` (a later time is skipped)."""
+        taken = set(np.flatnonzero(self.taken).tolist())
+        out: list[int] = []
+        current = self._marginal
+        marginal = current.tolist()
+        for i in order:
+            if self.count >= cap:
+                break
+            if i not in taken and self.used + marginal[i] <= self.capacity:
+                self.take(i)
+                taken.add(i)
+                out.append(i)
+                if self._marginal is not current:  # a header paid: its other candidates cost less now
+                    current = self._marginal
+                    marginal = current.tolist()
+        return out
 
     def singleton_feasible(self) -> np.ndarray:
         """Candidates that fit on their own (with their header) in an empty packet."""
@@ -77,6 +103,7 @@ class Knapsack:
             self.paid[g] = True
             self._marginal = np.where(self.group == g, self.item, self._marginal)
         self.taken[i] = True
+        self.count += 1
 
     def header_of(self, i: int) -> Header | None:
         g = int(self.group[i])

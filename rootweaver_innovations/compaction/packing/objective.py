@@ -20,13 +20,13 @@ lazy greedy reproduce the plain greedy bit for bit.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from rootweaver_innovations.text import bm25_tokenize
+from rootweaver_innovations.compaction.checks import check_nonnegative
 from rootweaver_innovations.compaction.packing import similarity as _similarity
 from rootweaver_innovations.compaction.packing.candidates import text_terms
 from rootweaver_innovations.compaction.packing.similarity import Similarity
@@ -63,9 +63,7 @@ class SubmodularWeights:
 
     def __post_init__(self) -> None:
         for name in ("w_rel", "w_qry", "w_cov", "w_div", "alpha"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+            check_nonnegative(name, getattr(self, name))
         if not 0 < self.alpha <= 1:
             raise ValueError(f"alpha must be in (0, 1], got {self.alpha!r}")
 

@@ -111,13 +111,7 @@ def register_policy(name: str, policy: Policy) -> Policy:
 def _naive(p: PackingProblem) -> Selection:
     knap = p.knapsack
     knap.reset()
-    order: list[int] = []
-    for i in range(len(p.candidates)):
-        if len(order) == p.cap:
-            break
-        if knap.used + knap.marginal_of(i) <= knap.capacity:
-            knap.take(i)
-            order.append(i)
+    order = knap.fill(range(len(p.candidates)), p.cap)
     return Selection(tuple(order), tuple(float(p.relevance[i]) for i in order))
 
 
@@ -130,10 +124,7 @@ def _focused(p: PackingProblem) -> Selection:
     rank = np.arange(n)
     order: list[int] = []
     gains: list[float] = []
-    while len(order) < p.cap:
-        feasible = knap.feasible()
-        if not feasible.any():
-            break
+    for feasible in knap.rounds(p.cap):
         new_terms = (p.incidence & ~covered).sum(axis=1)
         new_doc = ~seen_doc[p.doc_index]
         ranked = np.lexsort((rank, -p.relevance, -new_doc.astype(np.int64), -new_terms))
@@ -154,10 +145,7 @@ def _mmr(p: PackingProblem) -> Selection:
     redundancy = np.zeros(len(p.candidates))
     order: list[int] = []
     gains: list[float] = []
-    while len(order) < p.cap:
-        feasible = knap.feasible()
-        if not feasible.any():
-            break
+    for feasible in knap.rounds(p.cap):
         score = MMR_LAMBDA * rel - (1.0 - MMR_LAMBDA) * redundancy
         best = int(np.argmax(np.where(feasible, score, -np.inf)))
         order.append(best)
