@@ -2,7 +2,7 @@
 
 For each paragraph of a set's open pool, :func:`~rootweaver_innovations.text.lead_subject` of its
 first sentence (split as documents are) is compared with the paragraph's real title by their
-normalised keys (:func:`~rootweaver_innovations.loop.titles.title_keys`). Prints the share that
+normalised keys (:func:`~rootweaver_innovations.retrieval.titles.title_keys`). Prints the share that
 match and the share with no subject. Run::
 
     python -m evals.lead_subjects --dataset hotpotqa --limit 400 --rows even
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from rootweaver_innovations.documents.corpus import split_sentences
 from rootweaver_innovations.conventions.wikipedia.subjects import lead_subject
-from rootweaver_innovations.loop.titles import title_keys
+from rootweaver_innovations.retrieval.titles import title_keys
 
 from .datasets import DATASETS, build_open_pool, load_rows
 

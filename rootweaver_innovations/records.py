@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from rootweaver_innovations.documents.corpus import Passage, Source, split_sentences
 from rootweaver_innovations.text import fold_whitespace
-from rootweaver_innovations.loop.titles import id_titled
+from rootweaver_innovations.retrieval.titles import id_titled
 
 __all__ = ["FACT_SEPARATOR", "MIN_OVERLAP_WORDS", "Fact", "facts_from_passages", "format_fact", "join_records",
            "with_subjects"]
@@ -37,7 +37,7 @@ class Fact:
     ``sub_query`` the query that hop issued, ``rank`` the passage's 0-based place among the
     hop's new passages and ``score`` the retriever's score for it. ``source`` is the passage's
     provenance when it is a chunk of a document (not compared). ``id_title``: the title is an
-    id that names nothing (:func:`~rootweaver_innovations.loop.titles.id_titled`; not compared);
+    id that names nothing (:func:`~rootweaver_innovations.retrieval.titles.id_titled`; not compared);
     ``subject``: then the name its file is about, when known (:func:`with_subjects`; not compared).
 
     Derived once at construction (not compared, not in ``repr``): ``body``, the sentence with
@@ -107,7 +107,7 @@ def facts_from_passages(
     """Every non-blank sentence of ``passages`` as facts, in passage order then sentence order.
 
     ``rank`` is the passage's index in ``passages``; ``scores`` (one per passage) default to 0.
-    A passage titled by an id (:func:`~rootweaver_innovations.loop.titles.id_titled`) gives facts
+    A passage titled by an id (:func:`~rootweaver_innovations.retrieval.titles.id_titled`) gives facts
     with ``id_title`` set.
     """
     score_list = list(scores) if scores is not None else [0.0] * len(passages)

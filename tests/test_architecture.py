@@ -112,3 +112,54 @@ def test_only_the_renderer_knows_the_hop_header_text():
     holders = sorted(str(p.relative_to(ROOT)) for p in _python_files("rootweaver_innovations", "rootweaver_capabilities")
                      if "HOP_HEADER_PREFIX" in p.read_text(encoding="utf-8") or "From query:" in p.read_text(encoding="utf-8"))
     assert holders == ["rootweaver_capabilities/readers/prompts.py", "rootweaver_innovations/compaction/synth_context.py"]
+
+
+LEAVES = ("text", "defaults", "registry", "memo", "lazy", "fingerprint")  # import nothing of the package
+
+
+def _area(module: str) -> str:
+    """``rootweaver_innovations.loop.hops`` -> ``loop``; a top-level module is its own area."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _may_import(package: Path) -> set[str]:
+    """The areas a subpackage's ``__init__`` docstring allows: its line ``May import: a, b (why), c.``"""
+    doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text(encoding="utf-8"))) or ""
+    lines = [line for line in doc.splitlines() if line.startswith("May import:")]
+    assert len(lines) == 1, f"{package}/__init__.py: its docstring needs one line 'May import: ...'"
+    names = lines[0].removeprefix("May import:").rstrip(".").split(",")
+    return {name.split("(")[0].strip() for name in names if name.strip()}
+
+
+def test_each_innovations_subpackage_imports_only_what_its_init_allows():
+    graph, root = _graph(), ROOT / "rootweaver_innovations"
+    packages = sorted(p.name for p in root.iterdir() if (p / "__init__.py").is_file())
+    assert {"loop", "retrieval", "documents", "compaction", "conventions", "answer_rules"} <= set(packages)
+    broken = []
+    for name in packages:
+        allowed = _may_import(root / name) | {name}
+        for module, deps in graph.items():
+            if module.startswith(f"rootweaver_innovations.{name}."):
+                broken += [f"{module} -> {d}" for d in sorted(deps) if d.startswith("rootweaver_innovations.")
+                           and d != "rootweaver_innovations" and _area(d) not in allowed]
+    assert not broken, "imports their package's docstring does not allow: " + "; ".join(broken)
+
+
+def test_the_leaf_modules_import_nothing_of_the_package():
+    graph = _graph()
+    leaves = [f"rootweaver_innovations.{name}" for name in LEAVES]
+    assert all(leaf in graph for leaf in leaves)
+    offenders = {leaf: sorted(d for d in graph[leaf] if d.startswith("rootweaver_innovations.")) for leaf in leaves}
+    assert not {leaf: deps for leaf, deps in offenders.items() if deps}
+
+
+def test_no_product_module_is_long_and_no_package_is_crowded():
+    """A module over 450 lines or a package of more than 12 modules is a room to split."""
+    files = _python_files("rootweaver_innovations", "rootweaver_capabilities")
+    long = [f"{p.relative_to(ROOT)} ({n})" for p in files if (n := len(p.read_text(encoding="utf-8").splitlines())) > 450]
+    assert not long, long
+    folders = {p.parent for p in files}
+    crowded = [f"{d.relative_to(ROOT)} ({n})" for d in folders
+               if (n := sum(1 for f in d.glob("*.py") if f.name != "__init__.py")) > 12]
+    assert not crowded, crowded

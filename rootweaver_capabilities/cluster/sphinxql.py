@@ -55,7 +55,7 @@ from rootweaver_innovations.text import STOP_WORDS, bm25_tokenize
 from rootweaver_innovations.documents.corpus import Passage
 from rootweaver_innovations.conventions.base import Conventions
 from rootweaver_innovations.conventions.registry import default_conventions
-from rootweaver_innovations.loop.titles import file_subjects
+from rootweaver_innovations.retrieval.titles import file_subjects
 from rootweaver_innovations.retrieval.retrievers import ScoredPassage
 from rootweaver_innovations.retrieval.tokens import passage_tokens
 

@@ -4,6 +4,7 @@ Owns the :class:`~.base.Conventions` protocol, its registry (:mod:`.registry`) a
 members: ``wikipedia`` (English encyclopedia pages: lead subjects, nicknames, comparison
 question templates, the date rule's lead dates) and ``plain`` (only what any document gives).
 Outside this package no product code names an English name list or a question template.
-May import the leaf modules (``text``, ``records``, ``registry``, ``defaults``, ``fingerprint``);
-only ``wikipedia.dates`` (an answer rule) imports the loop.
+Only the ``date_comparison`` answer rule (``wikipedia/dates.py``) reads the loop's records.
+
+May import: defaults, fingerprint, loop, records, registry, retrieval, text.
 """

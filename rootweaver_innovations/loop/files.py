@@ -12,7 +12,7 @@ import dataclasses
 from bisect import bisect_left
 
 from rootweaver_innovations.conventions.base import Conventions
-from rootweaver_innovations.loop.titles import TitleIndex, title_keys
+from rootweaver_innovations.retrieval.titles import TitleIndex, title_keys
 from rootweaver_innovations.records import Fact, join_records, with_subjects
 
 __all__ = ["as_files"]

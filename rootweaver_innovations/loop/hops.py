@@ -36,7 +36,7 @@ from rootweaver_innovations.conventions.base import Conventions
 from rootweaver_innovations.documents.corpus import Passage
 from rootweaver_innovations.retrieval.retrievers import Retriever
 from rootweaver_innovations.text import bm25_tokenize, entity_spans
-from rootweaver_innovations.loop.titles import Mention, TitleIndex, key_of, passage_keys, title_keys
+from rootweaver_innovations.retrieval.titles import Mention, TitleIndex, key_of, passage_keys, title_keys
 
 __all__ = [
     "POLICY_FILE",

@@ -32,7 +32,7 @@ from rootweaver_innovations.loop.hops import (
     title_keys,
 )
 from rootweaver_innovations.loop.result import Answer, AnswerRule, Decomposer, Hop, MultiHopResult, Synthesizer
-from rootweaver_innovations.loop.titles import id_titled
+from rootweaver_innovations.retrieval.titles import id_titled
 from rootweaver_innovations.records import Fact, facts_from_passages
 from rootweaver_innovations.retrieval.retrievers import Retriever
 from rootweaver_innovations.text import reasoning_key_terms
@@ -222,7 +222,7 @@ class MultiHopRAG:
 
     def _adjacent(self, row: int, page: Passage) -> tuple[tuple[int, Passage] | None, tuple[int, Passage] | None]:
         """``(row, passage)`` of the records before and after ``page`` (at ``row`` of the title
-        index) in its file when it is titled by an id (:func:`~rootweaver_innovations.loop.titles.id_titled`:
+        index) in its file when it is titled by an id (:func:`~rootweaver_innovations.retrieval.titles.id_titled`:
         the windows a user cut from one file, in corpus order), else ``(None, None)``. Reads
         only those two records."""
         keys = title_keys(page.title) if row >= 0 and id_titled(page) else ()

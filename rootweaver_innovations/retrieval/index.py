@@ -10,7 +10,7 @@ Layout of an index directory (``rootweaver index build CORPUS --out DIR``)::
     DIR/passages/offsets.npy     int64 byte offsets, N + 1
     DIR/bm25/indptr.npy ...      the BM25Matrix arrays (indices, robertson, lucene) and
     DIR/bm25/vocab.json          the terms in column order
-    DIR/titles/*.npy             the loop's title index (:class:`~rootweaver_innovations.loop.titles.TitleArrays`)
+    DIR/titles/*.npy             the loop's title index (:class:`~rootweaver_innovations.retrieval.titles.TitleArrays`)
 
 Components are named entries of ``manifest["components"]`` (``passages``, ``bm25``,
 ``titles``, and for a folder ``chunking``: the chunk settings, document count and skips),
@@ -48,7 +48,7 @@ import numpy as np
 
 from rootweaver_innovations.conventions.registry import get_conventions
 from rootweaver_innovations.documents.corpus import CorpusError, Passage, passage_from_object
-from rootweaver_innovations.loop.titles import TITLE_FILES, TitleArrays, TitleIndex
+from rootweaver_innovations.retrieval.titles import TITLE_FILES, TitleArrays, TitleIndex
 from rootweaver_innovations.retrieval.bm25_matrix import IDFS, BM25Matrix
 from rootweaver_innovations.retrieval.index_build import BuildProgress, build_index
 from rootweaver_innovations.retrieval.manifest import (

@@ -52,7 +52,7 @@ from rootweaver_innovations.documents.folders import (
     iter_document_passages,
     passage_record,
 )
-from rootweaver_innovations.loop.titles import TITLE_FILES, TitleArrays, TitleBatch, file_subjects, last_file_subject, passage_keys
+from rootweaver_innovations.retrieval.titles import TITLE_FILES, TitleArrays, TitleBatch, file_subjects, last_file_subject, passage_keys
 from rootweaver_innovations.retrieval.bm25_matrix import IDFS, Vocabulary, count_chunk, scatter_scores
 from rootweaver_innovations.retrieval.manifest import (
     ALL_FILES,
@@ -269,7 +269,7 @@ def _parse_chunk(corpus: Path, numbered: list[tuple[int, bytes]], conventions: s
 
 def _carry(corpus: Path, numbered: list[tuple[int, bytes]], carry: tuple[str, str],
            conventions: Conventions) -> tuple[str, str]:
-    """The run of records (:func:`~rootweaver_innovations.loop.titles.file_subjects`) the chunk after
+    """The run of records (:func:`~rootweaver_innovations.retrieval.titles.file_subjects`) the chunk after
     ``numbered`` continues, given the run ``numbered`` continues: its records parsed from the
     last one back, only as far as that run began. A line that does not parse ends the reading
     (its chunk's parse reports it)."""

@@ -25,7 +25,7 @@ from rootweaver_innovations.conventions.base import Conventions
 from rootweaver_innovations.conventions.registry import CONVENTIONS, get_conventions
 from rootweaver_innovations.documents.folders import ChunkingSettings
 from rootweaver_innovations.fingerprint import code_fingerprint
-from rootweaver_innovations.loop.titles import TITLE_COUNTS, TITLE_DTYPES, TITLE_FILES
+from rootweaver_innovations.retrieval.titles import TITLE_COUNTS, TITLE_DTYPES, TITLE_FILES
 from rootweaver_innovations.retrieval.tokens import tokenizer_settings
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "CorpusFingerprint", "IndexFormatError", "IndexManifest",
@@ -177,7 +177,7 @@ def index_fingerprint(conventions: Conventions, chunking: Mapping[str, Any] | No
     ``conventions`` member's code and data, and, for a folder, the chunker's code and
     ``chunking`` settings (:meth:`~rootweaver_innovations.documents.folders.ChunkingSettings.describe`)."""
     modules = ["rootweaver_innovations.text", "rootweaver_innovations.documents.corpus",
-               "rootweaver_innovations.loop.titles", "rootweaver_innovations.retrieval.tokens",
+               "rootweaver_innovations.retrieval.titles", "rootweaver_innovations.retrieval.tokens",
                "rootweaver_innovations.retrieval.bm25_matrix"]
     data = [conventions.name, conventions.fingerprint(), json.dumps(tokenizer_settings(), sort_keys=True)]
     if chunking is not None:

@@ -29,7 +29,7 @@ import numpy as np
 from rootweaver_innovations.conventions.base import Conventions
 from rootweaver_innovations.conventions.registry import default_conventions
 from rootweaver_innovations.documents.corpus import Passage
-from rootweaver_innovations.loop.titles import TitleIndex
+from rootweaver_innovations.retrieval.titles import TitleIndex
 from rootweaver_innovations.retrieval.bm25_matrix import BM25Matrix, build_matrix, idf_weights
 from rootweaver_innovations.retrieval.embeddings import Embedder
 from rootweaver_innovations.retrieval.tokens import corpus_tokens

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 
 from rootweaver_innovations.conventions.base import Conventions
 from rootweaver_innovations.documents.corpus import Passage
-from rootweaver_innovations.loop.titles import file_subjects
+from rootweaver_innovations.retrieval.titles import file_subjects
 from rootweaver_innovations.text import STOP_WORDS, WORD, bm25_tokenize
 
 __all__ = ["EMPTY_TOKEN", "corpus_tokens", "passage_tokens", "tokenizer_settings"]
@@ -25,7 +25,7 @@ def passage_tokens(passage: Passage, subject: str = "") -> list[str]:
     """What BM25 indexes for ``passage``: the tokens of ``subject + " " + title + " " + text``,
     or ``[EMPTY_TOKEN]`` when there are none (so every passage has a length). ``subject`` is
     the name of the file a record titled by an id was cut from, as
-    :func:`~rootweaver_innovations.loop.titles.file_subjects` gives it ("" for any other passage):
+    :func:`~rootweaver_innovations.retrieval.titles.file_subjects` gives it ("" for any other passage):
     the window "He received the Nobel Prize in 1921" of a file opening "Albert Einstein
     was ..." is found by a query naming Einstein, as a titled page would be."""
     return bm25_tokenize(f"{subject} {passage.title} {passage.text}") or [EMPTY_TOKEN]

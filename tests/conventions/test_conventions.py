@@ -22,7 +22,7 @@ from rootweaver_innovations.conventions.registry import (
 from rootweaver_innovations.defaults import BUILTIN_CONVENTIONS, DEFAULT_CONVENTIONS
 from rootweaver_innovations.documents.corpus import Passage
 from rootweaver_innovations.fingerprint import _module_code, code_fingerprint
-from rootweaver_innovations.loop.titles import TitleIndex, passage_keys
+from rootweaver_innovations.retrieval.titles import TitleIndex, passage_keys
 from rootweaver_innovations.retrieval.index import IndexFormatError, build_index, open_index
 
 WIKIPEDIA, PLAIN = get_conventions("wikipedia"), get_conventions("plain")

@@ -23,7 +23,7 @@ from rootweaver_innovations.documents.corpus import CorpusError, Passage, load_c
 from rootweaver_innovations.documents.demo import DEMO_CORPUS
 from rootweaver_innovations.retrieval.index import FORMAT_VERSION, IndexFormatError, build_index, open_index
 from rootweaver_innovations.loop.multihop import MultiHopRAG
-from rootweaver_innovations.loop.titles import TITLE_FILES
+from rootweaver_innovations.retrieval.titles import TITLE_FILES
 from rootweaver_innovations.retrieval.retrievers import BM25Retriever, top_k_indices
 from rootweaver_innovations.retrieval.tokens import EMPTY_TOKEN, passage_tokens
 from rootweaver_innovations.text import bm25_tokenize

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from rootweaver_innovations.conventions.wikipedia.questions import choice_options
 from rootweaver_innovations.loop.result import Answer
-from rootweaver_innovations.loop.titles import title_keys
+from rootweaver_innovations.retrieval.titles import title_keys
 from rootweaver_innovations.records import Fact
 from rootweaver_innovations.text import MONTH_PATTERN, entity_spans
 

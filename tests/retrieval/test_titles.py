@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 
 from rootweaver_capabilities.assembly import build_retriever
 from rootweaver_capabilities.config import MultiHopConfig
-from rootweaver_innovations.loop import titles as titles_module
+from rootweaver_innovations.retrieval import titles as titles_module
 from rootweaver_innovations.documents.corpus import Passage
 from rootweaver_innovations.documents.demo import DEMO_CORPUS
 from rootweaver_innovations.retrieval.index import IndexFormatError, build_index, open_index
 from rootweaver_innovations.loop.multihop import MultiHopRAG
 from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 from rootweaver_innovations.conventions.registry import get_conventions
-from rootweaver_innovations.loop.titles import (
+from rootweaver_innovations.retrieval.titles import (
     TITLE_FILES,
     TitleArrays,
     TitleBatch,
