@@ -22,9 +22,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start(args: list[str], config: Path, port: int, timeout: float = 20.0) -> subprocess.Popen:
-    """Start ``rootweaver *args`` (PYTHONPATH = this checkout) and wait for /healthz."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def start(args: list[str], config: Path, port: int, timeout: float = 20.0,
+          env: dict[str, str] | None = None) -> subprocess.Popen:
+    """Start ``rootweaver *args`` (PYTHONPATH = this checkout; ``env`` added to the environment)
+    and wait for /healthz."""
+    env = {**os.environ, **(env or {}), "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "rootweaver_capabilities.cli.main", *args, "--config", str(config)],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + timeout
@@ -40,14 +42,17 @@ def start(args: list[str], config: Path, port: int, timeout: float = 20.0) -> su
     raise AssertionError(f"server not ready within {timeout} s")
 
 
-def stop(proc: subprocess.Popen) -> None:
+def stop(proc: subprocess.Popen) -> str:
+    """Stop the server; what it wrote on stderr."""
     proc.terminate()
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=5)
+    err = proc.stderr.read().decode(errors="replace")
     proc.stderr.close()
+    return err
 
 
 def write_config(tmp: Path, **service) -> Path:

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from rootweaver_capabilities.cli.argtypes import host_port
-from rootweaver_capabilities.cli.options import service_config_option
+from rootweaver_capabilities.cli.options import api_key_options, service_config_option, service_keys
 
 __all__ = ["add_mcp_parser"]
 
@@ -15,7 +15,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     """Serve the MCP tool over stdio (the default) or streamable HTTP until stopped."""
     from rootweaver_capabilities.serving.mcp import run
 
-    run(args.config, args.http)
+    run(args.config, args.http, service_keys(args))
     return 0
 
 
@@ -25,4 +25,5 @@ def add_mcp_parser(sub: Any) -> None:
     mcp.add_argument("--http", type=host_port, metavar="[HOST:]PORT",
                      help="streamable HTTP at http://HOST:PORT/mcp (host 127.0.0.1 by default); default: stdio")
     service_config_option(mcp)
+    api_key_options(mcp)
     mcp.set_defaults(func=_cmd_mcp)

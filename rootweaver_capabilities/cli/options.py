@@ -10,10 +10,13 @@ from typing import Any
 
 from rootweaver_innovations.defaults import BUILTIN_CONVENTIONS, DEFAULT_CONVENTIONS
 
-from rootweaver_capabilities.cli.argtypes import positive_int
+from rootweaver_capabilities.cli.argtypes import UsageError, positive_int
 from rootweaver_capabilities.config.reference import find_knob
 
-__all__ = ["SHIPPED_CONFIG", "chunking_options", "conventions_option", "knob_option", "service_config_option"]
+__all__ = ["SHIPPED_CONFIG", "api_key_options", "chunking_options", "conventions_option", "knob_option",
+           "service_config_option", "service_keys"]
+
+_KEY_OPTIONS = ("api_key_file", "api_key", "insecure_no_key")
 
 SHIPPED_CONFIG = Path("configs/retrieval/multi_hop.yaml")
 
@@ -49,3 +52,34 @@ def conventions_option(parser: argparse.ArgumentParser) -> None:
     knob_option(parser, "--conventions", "conventions", choices=BUILTIN_CONVENTIONS,
                 help="corpus and language rules: wikipedia (lead subjects, name forms, comparison questions) or "
                      f"plain (headings and file names only); not given: the index's, else {DEFAULT_CONVENTIONS}")
+
+
+def api_key_options(parser: argparse.ArgumentParser) -> None:
+    """``--api-key-file``, ``--api-key`` and ``--insecure-no-key`` of a service's ``--http`` mode."""
+    parser.add_argument("--api-key-file", type=Path, metavar="FILE",
+                        help="--http: accept the API keys in FILE (one a line; blank lines and # comments "
+                             "ignored) as 'Authorization: Bearer KEY', as well as $ROOTWEAVER_API_KEY")
+    parser.add_argument("--api-key", metavar="KEY",
+                        help="--http: accept KEY too (it shows in `ps` and the shell history: prefer "
+                             "$ROOTWEAVER_API_KEY or --api-key-file)")
+    parser.add_argument("--insecure-no-key", action="store_true",
+                        help="--http: serve anyone who reaches the port even on a non-loopback address")
+
+
+def service_keys(args: argparse.Namespace) -> tuple[str, ...]:
+    """The API keys of a service started with ``args`` (:func:`api_key_options`);
+    :class:`UsageError` when they are given without ``--http``, cannot be read, or are missing
+    for a non-loopback host without ``--insecure-no-key``."""
+    from rootweaver_capabilities.serving.auth import load_api_keys, require_key
+
+    if args.http is None:
+        given = [f"--{k.replace('_', '-')}" for k in _KEY_OPTIONS if getattr(args, k) not in (None, False)]
+        if given:
+            raise UsageError(f"{', '.join(given)}: for --http only (stdio and stdin take no API key)")
+        return ()
+    try:
+        keys = load_api_keys(args.api_key_file, args.api_key)
+        require_key(args.http[0], keys, args.insecure_no_key)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return keys

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from rootweaver_capabilities.cli.argtypes import UsageError, host_port, positive_int
-from rootweaver_capabilities.cli.options import service_config_option
+from rootweaver_capabilities.cli.options import api_key_options, service_config_option, service_keys
 from rootweaver_capabilities.cli.safe_output import json_text
 
 __all__ = ["add_serve_parser"]
@@ -26,8 +26,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         if args.metrics_port is not None or args.user_id is not None:
             raise UsageError("--metrics-port and --user-id are stdin-mode options (with --http: GET /metrics, "
                              "user_id in the request)")
-        run(args.config, *args.http, workers=args.workers)
+        run(args.config, *args.http, workers=args.workers, api_keys=service_keys(args))
         return 0
+    service_keys(args)  # refuses key options without --http
     if args.workers != 1:
         raise UsageError("--workers needs --http")
     from rootweaver_capabilities.assembly import build_synthesizer
@@ -68,6 +69,7 @@ def add_serve_parser(sub: Any) -> None:
     mode.add_argument("--stdin", action="store_true", help="one question per stdin line, one JSON line out (default)")
     serve.add_argument("--workers", type=positive_int, default=1, help="--http: worker processes sharing the index")
     service_config_option(serve)
+    api_key_options(serve)
     serve.add_argument("--metrics-port", type=int, help="serve Prometheus /metrics on 127.0.0.1:PORT")
     serve.add_argument("--user-id", help="user id passed to the flag provider (percentage rollouts)")
     serve.set_defaults(func=_cmd_serve)

@@ -280,6 +280,9 @@ class ServiceConfig:
                                     check=lambda v: v > 0, rule="must be > 0")
     retry_after_s: int = knob(1, "int", "Seconds sent in Retry-After with a 503.", check=positive,
                               rule="must be >= 1")
+    metrics_public: bool = knob(False, "bool", "Serve GET /metrics without the API key (a scraper inside a "
+                                "trusted network); every other route but /healthz still needs the key when one "
+                                "is set.")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

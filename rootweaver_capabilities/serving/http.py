@@ -9,6 +9,10 @@ Routes (JSON unless said otherwise):
 - ``GET /healthz``: 200 once the index and the reader are loaded (they load before serving);
 - ``GET /metrics``: Prometheus text (this worker's registry); ``GET /openapi.json``.
 
+With API keys (:mod:`~rootweaver_capabilities.serving.auth`) every route but ``GET /healthz``
+needs ``Authorization: Bearer <key>`` (``/metrics`` too, unless ``service.metrics_public``);
+a missing or wrong key is 401.
+
 Every error is ``{"error": "<one line>"}``: 422 malformed JSON or a wrong field (naming it),
 413 a question over ``service.max_question_chars`` (or a body far over it, refused from its
 Content-Length before it is read), 503 with ``Retry-After`` when the queue is full, 504
@@ -22,7 +26,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -36,13 +40,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from rootweaver_innovations.loop.multihop import Hop
 
 from rootweaver_capabilities.serving.answerer import COMPACTION_CHOICES, Answerer, AskOptions, Refusal
+from rootweaver_capabilities.serving.auth import ApiKeyGate, redact_logs
 from rootweaver_capabilities.config import MultiHopConfig
 from rootweaver_capabilities.metrics import Metrics
 from rootweaver_capabilities.assembly import build_synthesizer
 
-__all__ = ["CONFIG_ENV", "AskRecord", "AskRequest", "app_from_env", "create_app", "run"]
+__all__ = ["CONFIG_ENV", "KEYS_ENV", "AskRecord", "AskRequest", "app_from_env", "create_app", "run"]
 
 CONFIG_ENV = "ROOTWEAVER_SERVICE_CONFIG"  # how `--workers N` hands the config file to each worker process
+KEYS_ENV = "ROOTWEAVER_SERVICE_KEYS"  # ... and the API keys
 
 
 class AskRequest(BaseModel):
@@ -143,13 +149,11 @@ def _validation_line(exc: RequestValidationError) -> str:
     return " ".join(line.split()) + (f" (and {more} more)" if more else "")
 
 
-class _Gate:
-    """ASGI middleware: refuses a body whose Content-Length is far over what the question
-    limit allows (413, before reading it) and counts responses by route and status."""
+class _CountResponses:
+    """ASGI middleware: counts responses by route (``other`` for any other path) and status."""
 
-    def __init__(self, app: Any, max_body_bytes: int, responses: Any):
+    def __init__(self, app: Any, responses: Any):
         self.app = app
-        self.max_body_bytes = max_body_bytes
         self.responses = responses
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
@@ -163,14 +167,26 @@ class _Gate:
                 self.responses.labels(path=path, status=str(message["status"])).inc()
             await send(message)
 
-        length = dict(scope["headers"]).get(b"content-length")
+        await self.app(scope, receive, counted)
+
+
+class _BodyLimit:
+    """ASGI middleware: refuses a body whose Content-Length is far over what the question
+    limit allows (413, before reading it)."""
+
+    def __init__(self, app: Any, max_body_bytes: int):
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        length = dict(scope["headers"]).get(b"content-length") if scope["type"] == "http" else None
         if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
             response = JSONResponse({"error": f"body: {int(length):,} bytes, over the limit of "
                                               f"{self.max_body_bytes:,} (service.max_question_chars)"},
                                     status_code=413)
-            await response(scope, receive, counted)
+            await response(scope, receive, send)
             return
-        await self.app(scope, receive, counted)
+        await self.app(scope, receive, send)
 
 
 _ROUTES = ("/v1/ask", "/v1/ask/stream", "/healthz", "/metrics", "/openapi.json")
@@ -184,8 +200,10 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
 
-def create_app(config: MultiHopConfig) -> FastAPI:
-    """The service for ``config``; the index and the reader load in its start-up (lifespan)."""
+def create_app(config: MultiHopConfig, api_keys: Sequence[str] = ()) -> FastAPI:
+    """The service for ``config``; the index and the reader load in its start-up (lifespan).
+    With ``api_keys`` every route but the public ones needs one of them, and they are scrubbed
+    from the responses and from this process's log records."""
     from prometheus_client import CONTENT_TYPE_LATEST, Counter, generate_latest
 
     metrics = Metrics()
@@ -204,7 +222,11 @@ def create_app(config: MultiHopConfig) -> FastAPI:
 
     app = FastAPI(title="rootweaver", version="0.1.0", lifespan=lifespan,
                   description="Multi-hop question answering over a corpus, with a compacted synthesis context.")
-    app.add_middleware(_Gate, max_body_bytes=12 * config.service.max_question_chars + 4096, responses=responses)
+    app.add_middleware(_BodyLimit, max_body_bytes=12 * config.service.max_question_chars + 4096)
+    if api_keys:  # outside the body limit, so an unauthenticated request learns nothing of it
+        redact_logs(api_keys)
+        app.add_middleware(ApiKeyGate, keys=api_keys, metrics_public=config.service.metrics_public)
+    app.add_middleware(_CountResponses, responses=responses)  # outermost: 401s are counted too
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -280,13 +302,15 @@ def create_app(config: MultiHopConfig) -> FastAPI:
 
 
 def app_from_env() -> FastAPI:
-    """The app for the config file named by ``$ROOTWEAVER_SERVICE_CONFIG`` (uvicorn's factory in each worker)."""
-    return create_app(MultiHopConfig.from_yaml(os.environ[CONFIG_ENV]))
+    """The app for the config file named by ``$ROOTWEAVER_SERVICE_CONFIG`` and the keys in
+    ``$ROOTWEAVER_SERVICE_KEYS`` (one a line) (uvicorn's factory in each worker)."""
+    return create_app(MultiHopConfig.from_yaml(os.environ[CONFIG_ENV]), os.environ.get(KEYS_ENV, "").split())
 
 
-def run(config_path: Path, host: str, port: int, workers: int = 1) -> None:
+def run(config_path: Path, host: str, port: int, workers: int = 1, api_keys: Sequence[str] = ()) -> None:
     """Serve on ``host:port`` until SIGINT/SIGTERM; ``workers`` > 1 forks that many processes
-    (each opens the memory-mapped index and loads the reader before it accepts requests)."""
+    (each opens the memory-mapped index and loads the reader before it accepts requests, and
+    gets the config file and the keys through its environment)."""
     import uvicorn
 
     config = MultiHopConfig.from_yaml(config_path)  # a bad config fails here, once, before any worker starts
@@ -297,7 +321,8 @@ def run(config_path: Path, host: str, port: int, workers: int = 1) -> None:
         ensure_model(DEFAULT_READER)  # assembled once, not raced by the workers
     common = dict(host=host, port=port, log_level="warning", timeout_graceful_shutdown=5)
     if workers == 1:
-        uvicorn.run(create_app(config), **common)
+        uvicorn.run(create_app(config, api_keys), **common)
     else:
         os.environ[CONFIG_ENV] = str(config_path.resolve())
+        os.environ[KEYS_ENV] = "\n".join(api_keys)
         uvicorn.run(f"{__name__}:app_from_env", factory=True, workers=workers, **common)

@@ -8,7 +8,9 @@ The synth context of the last :data:`KEPT_CONTEXTS` answers is readable as the r
 ``rootweaver://synth-context/{answer_id}``.
 
 Transports: stdio (the default; stdout carries only the protocol) or streamable HTTP at
-``http://HOST:PORT/mcp`` (stateless, JSON responses: every call stands alone). The index
+``http://HOST:PORT/mcp`` (stateless, JSON responses: every call stands alone), behind
+``Authorization: Bearer <key>`` when API keys are given
+(:class:`~rootweaver_capabilities.serving.auth.ApiKeyGate`). The index
 and the reader load before the server starts; the answers run on the
 :class:`~rootweaver_capabilities.serving.answerer.Answerer`'s bounded pool.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -26,6 +29,7 @@ from mcp.server.fastmcp.exceptions import ResourceError, ToolError
 from pydantic import BaseModel, Field
 
 from rootweaver_capabilities.serving.answerer import Answerer, AskOptions, Refusal
+from rootweaver_capabilities.serving.auth import ApiKeyGate, redact_logs
 from rootweaver_capabilities.config import MultiHopConfig
 
 __all__ = ["KEPT_CONTEXTS", "HopTrail", "ToolAnswer", "build_server", "run"]
@@ -99,10 +103,17 @@ def build_server(config: MultiHopConfig, host: str = "127.0.0.1", port: int = 80
     return server
 
 
-def run(config_path: Path, http: tuple[str, int] | None = None) -> None:
-    """Serve over stdio, or over streamable HTTP at ``http = (host, port)``, until stopped."""
+def run(config_path: Path, http: tuple[str, int] | None = None, api_keys: Sequence[str] = ()) -> None:
+    """Serve over stdio, or over streamable HTTP at ``http = (host, port)`` (needing one of
+    ``api_keys`` when there are any), until stopped."""
     config = MultiHopConfig.from_yaml(config_path)
     if http is None:
         build_server(config).run("stdio")
-    else:
-        build_server(config, *http).run("streamable-http")
+        return
+    import uvicorn
+
+    app = build_server(config, *http).streamable_http_app()
+    if api_keys:
+        redact_logs(api_keys)
+        app = ApiKeyGate(app, api_keys)
+    uvicorn.run(app, host=http[0], port=http[1], log_level="warning")

@@ -10,7 +10,8 @@ MAX_TOP_LEVEL_MODULES = 12
 
 
 def test_no_module_is_over_the_line_limit():
-    sizes = {str(p.relative_to(PACKAGE)): len(p.read_text(encoding="utf-8").splitlines()) for p in PACKAGE.rglob("*.py")}
+    sizes = {str(p.relative_to(PACKAGE)): len(p.read_text(encoding="utf-8").splitlines())
+             for p in PACKAGE.rglob("*.py")}
     assert sizes
     assert {path: n for path, n in sizes.items() if n > MAX_LINES} == {}
 
