@@ -17,11 +17,11 @@ Cases:
 - ``hotpot``: one fact per paragraph of the bundled HotpotQA dev rows, one hop per
   question, up to 2,000,000 chars (about 4,150 lines).
 - ``one-lead``: 4,558 one-sentence documents whose lines all open with the same lead
-  entity (issue 27: 1,760 MB and 105 s under ``evidence``).
-- ``big-budget``: ``hotpot`` under a budget of 1,000,000 chars (issue 27: 1,025 MB).
+  entity.
+- ``big-budget``: ``hotpot`` under a budget of 1,000,000 chars.
 - ``memo``: 16,416 distinct lines of 20 KB turned into candidates 96 at a time (1.9 MB,
-  within the input cap), as the packers do, then the memory still held after the calls (the process-wide memos:
-  issue 27 measured +3.5 GB); strategy column ``memos``.
+  within the input cap), as the packers do, then the memory still held after the calls (the process-wide memos);
+  strategy column ``memos``.
 
 Exit status 1 when a row's RSS growth is over ``--limit-mb`` (default 200), so the
 benchmark is the check of the issue's "< 200 MB above baseline".

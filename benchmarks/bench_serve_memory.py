@@ -1,5 +1,4 @@
-"""RSS of a long-running `rootweaver serve` over many distinct questions (issue 27: +80 MB
-over 600 questions, still rising).
+"""RSS of a long-running `rootweaver serve` over many distinct questions: it must level off.
 
 Usage: python benchmarks/bench_serve_memory.py [--questions 600] [--every 100] [--strategy evidence]
 

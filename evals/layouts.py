@@ -4,7 +4,7 @@
 - ``opaque``: the same paragraphs, every title replaced by ``doc-<id>``;
 - ``chunks``: each paragraph cut into windows of 40 words (stride 30), one record per window
   titled by its paragraph's file name ``doc-<sha1[:10]>.txt``, its text split into sentences as
-  the product splits a JSONL record's ``text`` (issue 26's untitled chunks).
+  the product splits a JSONL record's ``text``, as a user who cut files into windows has them).
 
 Gold in the paragraph layouts: every gold paragraph read. In ``chunks``: every labelled
 supporting sentence overlaps a read window of its paragraph (shares a run of min(8, its length)

@@ -68,8 +68,8 @@ __all__ = [
 ]
 
 CONFIG_OFF = "off"
-ADR_BAR = 0.07  # ADR-077: quality delta within LLM-judge noise, +/-0.07 at 3-5 runs per config
-GOAL_DELTA = -0.01  # issue 14: compaction on vs off, F1 delta >= -0.01 ...
+ADR_BAR = 0.07  # quality delta within LLM-judge noise (docs/adr/0001), +/-0.07 at 3-5 runs per config
+GOAL_DELTA = -0.01  # compaction on vs off, F1 delta >= -0.01 ...
 GOAL_TOKEN_SHARE = 0.5  # ... at less than half the off prompt's tokens
 
 

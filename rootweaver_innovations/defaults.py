@@ -31,7 +31,7 @@ ANSWERABILITY_THRESHOLD = 0.6  # share of a sub-query's key terms the context mu
 DEFAULT_ANSWER_RULES = ("date_comparison",)  # answer rules tried before the reader, by registered name
 
 # compaction of the synth context
-LINE_STRATEGY = "line"  # LineCompactor, ADR-077
+LINE_STRATEGY = "line"  # LineCompactor (docs/adr/0001)
 PACKING_STRATEGIES = ("submodular", "evidence")  # each a PackingCompactor with the packing policy of that name
 BUILTIN_STRATEGIES = (LINE_STRATEGY, *PACKING_STRATEGIES)
 DEFAULT_STRATEGY = "evidence"

@@ -1,4 +1,4 @@
-"""Memos bounded by bytes as well as by entries (issue 27: a count cap alone let 16,384
+"""Memos bounded by bytes as well as by entries (a count cap alone let 16,384
 memoised 20 KB lines hold 3.5 GB).
 
 A :class:`Memo` maps a string to a value. It never holds more than ``max_entries``

@@ -64,7 +64,7 @@ from rootweaver_innovations.compaction.packing.policies import POLICIES, Packing
 from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 
 SHIPPED = Path(__file__).resolve().parent.parent / "rootweaver_innovations" / "data" / MODEL_FILE
-DEFAULT_DATASETS = "hotpotqa,musique"  # chosen on the even rows (docs/results.md section 0)
+DEFAULT_DATASETS = "hotpotqa,musique"  # chosen on the even rows (docs/results.md)
 _CAPTURED: list[PackingProblem] = []
 PARAMS_NOTE = ("kept from the previous model file: coverage (of the linear bonus coverage * q_d), price and "
                "fill_evidence chosen on the even rows (product path, 160 tokens, 256 tokens and half the off "

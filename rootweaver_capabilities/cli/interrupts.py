@@ -1,7 +1,7 @@
 """SIGINT and SIGTERM turned into one exception at safe points, so long commands unwind
 through their ``finally``.
 
-Contract (issue 27): inside :func:`signals_as_exceptions`, a SIGINT or SIGTERM is latched
+Contract: inside :func:`signals_as_exceptions`, a SIGINT or SIGTERM is latched
 by the handler and raised as :class:`Interrupted` by the next :meth:`SignalLatch.check`
 (a point where the command holds no lock: raising from the handler itself could land
 inside a thread pool's internal lock and deadlock its shutdown); a second signal raises

@@ -1,6 +1,6 @@
 """Text from a corpus, a reader or a server made safe to print.
 
-Contract (issue 27): corpus passages and reader replies are untrusted. In human output
+Contract: corpus passages and reader replies are untrusted. In human output
 (a terminal) no C0/C1 control character (ESC, BEL, NUL, DEL, ...), bidirectional
 override or isolate, or line/paragraph separator from such text reaches the screen: each
 is written as a visible escape (``\\x1b``, ``\\u202e``). Newlines are kept where the

@@ -50,31 +50,14 @@ if TYPE_CHECKING:
     )
     from rootweaver_capabilities.config.yaml_strict import MAX_CONFIG_BYTES, MAX_YAML_DEPTH
 
-__all__ = [
-    "CAPABILITY_FLAG",
-    "FLAG_PROVIDERS",
-    "LLM_PROVIDERS",
-    "ChunkingConfig",
-    "CompactionConfig",
-    "ConfigError",
-    "FlagsConfig",
-    "Knob",
-    "LLMConfig",
-    "MAX_CONFIG_BYTES",
-    "MAX_YAML_DEPTH",
-    "MultiHopConfig",
-    "RetrieverConfig",
-    "Section",
-    "ServiceConfig",
-    "SphinxQLConfig",
-    "UnleashConfig",
-    "find_knob",
-    "knob_reference",
-    "sections",
-]
-
-_SUBMODULE = {name: "schema" for name in __all__} | {
-    "ConfigError": "rules", "MAX_CONFIG_BYTES": "yaml_strict", "MAX_YAML_DEPTH": "yaml_strict",
-    **{name: "reference" for name in ("Knob", "Section", "find_knob", "knob_reference", "sections")}}
+_SUBMODULE = {  # public name -> the submodule defining it
+    **dict.fromkeys(("CAPABILITY_FLAG", "FLAG_PROVIDERS", "LLM_PROVIDERS", "ChunkingConfig", "CompactionConfig",
+                     "FlagsConfig", "LLMConfig", "MultiHopConfig", "RetrieverConfig", "ServiceConfig",
+                     "SphinxQLConfig", "UnleashConfig"), "schema"),
+    **dict.fromkeys(("Knob", "Section", "find_knob", "knob_reference", "sections"), "reference"),
+    **dict.fromkeys(("MAX_CONFIG_BYTES", "MAX_YAML_DEPTH"), "yaml_strict"),
+    "ConfigError": "rules",
+}
+__all__ = sorted(_SUBMODULE)
 
 __getattr__, __dir__ = lazy_names(__name__, _SUBMODULE, globals())

@@ -1,6 +1,6 @@
 """The reader's clock for one-shot commands: load before the deadline, time the answer.
 
-Contract (issue 27): a reader's ``timeout_s`` covers one answer, never the one-off
+Contract: a reader's ``timeout_s`` covers one answer, never the one-off
 set-up. :func:`load_reader` loads the model and tokenizer (``synthesizer.load()``, as
 ``serve`` does) before any deadline opens and returns the seconds it took;
 :class:`TimedSynthesizer` wraps the synthesizer so the command knows how long the answer

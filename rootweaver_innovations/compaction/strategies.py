@@ -3,7 +3,7 @@
 A strategy is a callable ``(CompactionRequest) -> CompactionResult``; a new one is one
 module and one :func:`register_strategy` call, then its name in the config
 (``compaction.strategy``). The built-ins: ``line``
-(:class:`~rootweaver_innovations.compaction.line.LineCompactor`, ADR-077), and the packing policies ``submodular`` and ``evidence``
+(:class:`~rootweaver_innovations.compaction.line.LineCompactor`, docs/adr/0001), and the packing policies ``submodular`` and ``evidence``
 (:class:`~rootweaver_innovations.compaction.packing.compactor.PackingCompactor`). :data:`DEFAULT_STRATEGY`
 is the one that keeps the most answers on the product path (``docs/results.md``). The
 built-ins' names and the defaults live in :mod:`~rootweaver_innovations.defaults`, which the
@@ -26,7 +26,14 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from rootweaver_innovations.compaction.line import CompactionRequest, CompactionResult, LineCompactor
-from rootweaver_innovations.defaults import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, LINE_STRATEGY, PACKING_STRATEGIES
+from rootweaver_innovations.defaults import (
+    DEFAULT_BUDGET_TOKENS,
+    DEFAULT_STRATEGY,
+    LINE_STRATEGY,
+    MAX_INPUT_CHARS,
+    MAX_INPUT_LINES,
+    PACKING_STRATEGIES,
+)
 from rootweaver_innovations.compaction.packing.compactor import PackingCompactor
 from rootweaver_innovations.registry import register
 
@@ -51,8 +58,6 @@ class Compactor(Protocol):
     def __call__(self, request: CompactionRequest) -> CompactionResult: ...
 
 
-MAX_INPUT_CHARS = 2_000_000
-MAX_INPUT_LINES = 5000
 
 
 class InputTooLargeError(ValueError):

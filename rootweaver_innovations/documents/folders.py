@@ -45,7 +45,7 @@ from rootweaver_innovations.conventions.base import Conventions
 from rootweaver_innovations.conventions.registry import default_conventions
 from rootweaver_innovations.documents.corpus import CorpusError, Passage, Source, split_sentences
 from rootweaver_innovations.documents.formats import DOCUMENT_TYPES, Unreadable, read_document
-from rootweaver_innovations.defaults import CHUNK_TOKENS, OVERLAP_TOKENS
+from rootweaver_innovations.defaults import CHUNK_TOKENS, MAX_FILE_BYTES, OVERLAP_TOKENS
 
 __all__ = ["DOCUMENT_TYPES", "READING_FILE", "ChunkingSettings", "DocumentScan", "ReadingBudget", "SkippedFile",
            "count_by_reason", "iter_document_passages", "load_documents", "load_reading_budget", "passage_record"]
@@ -68,7 +68,7 @@ class ChunkingSettings:
 
     chunk_tokens: int = CHUNK_TOKENS
     overlap_tokens: int = OVERLAP_TOKENS
-    max_file_bytes: int = 64 << 20
+    max_file_bytes: int = MAX_FILE_BYTES
 
     def __post_init__(self) -> None:
         if not (isinstance(self.chunk_tokens, int) and self.chunk_tokens >= 8):

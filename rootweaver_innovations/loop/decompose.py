@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from rootweaver_innovations.conventions.base import Conventions
 from rootweaver_innovations.conventions.registry import default_conventions
+from rootweaver_innovations.defaults import ANSWERABILITY_THRESHOLD
 from rootweaver_innovations.records import Fact
 from rootweaver_innovations.text import entity_spans, fold_whitespace, reasoning_key_terms
 
@@ -27,7 +28,7 @@ def fact_tokens(facts: Sequence[Fact]) -> set[str]:
     return out
 
 
-def is_answered(sub_query: str, context_tokens: set[str], threshold: float = 0.6) -> bool:
+def is_answered(sub_query: str, context_tokens: set[str], threshold: float = ANSWERABILITY_THRESHOLD) -> bool:
     """True when at least ``threshold`` of the sub-query's key terms occur in the context.
 
     A sub-query with no key terms counts as answered (there is nothing left to look for).

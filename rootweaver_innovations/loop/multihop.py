@@ -18,6 +18,14 @@ from rootweaver_innovations.compaction.strategies import DEFAULT_BUDGET_TOKENS, 
 from rootweaver_innovations.compaction.synth_context import SynthContext
 from rootweaver_innovations.conventions.base import Conventions
 from rootweaver_innovations.conventions.registry import default_conventions
+from rootweaver_innovations.defaults import (
+    ANSWERABILITY_THRESHOLD,
+    BUDGET_UNIT,
+    MAX_HOPS,
+    MAX_PASSAGES,
+    PASSAGES_PER_HOP,
+    STOP_RULE,
+)
 from rootweaver_innovations.documents.corpus import Passage
 from rootweaver_innovations.loop.decompose import RuleDecomposer, fact_tokens, is_answered
 from rootweaver_innovations.loop.files import as_files
@@ -100,14 +108,14 @@ class MultiHopRAG:
     decomposer: Decomposer | None = None
     synthesizer: Synthesizer | None = None
     answer_rules: tuple[AnswerRule, ...] = ()
-    max_hops: int = 10
-    passages_per_hop: int = 3
-    answerability_threshold: float = 0.6
+    max_hops: int = MAX_HOPS
+    passages_per_hop: int = PASSAGES_PER_HOP
+    answerability_threshold: float = ANSWERABILITY_THRESHOLD
     compaction_enabled: bool = False
-    compaction_budget: Budget = field(default_factory=lambda: Budget(DEFAULT_BUDGET_TOKENS, "tokens"))
+    compaction_budget: Budget = field(default_factory=lambda: Budget(DEFAULT_BUDGET_TOKENS, BUDGET_UNIT))
     compactor: Compactor = field(default_factory=lambda: make_compactor(DEFAULT_STRATEGY))
-    max_passages: int = 10
-    stop_rule: str = "evidence"
+    max_passages: int = MAX_PASSAGES
+    stop_rule: str = STOP_RULE
     title_index: TitleIndex | None = None
     hop_policy: HopPolicyParams = field(default_factory=load_hop_policy)
     conventions: Conventions | None = None

@@ -37,6 +37,7 @@ import numpy as np
 
 from rootweaver_innovations.conventions.base import Conventions
 from rootweaver_innovations.conventions.registry import default_conventions, get_conventions
+from rootweaver_innovations.defaults import INDEX_CHUNK_PASSAGES
 from rootweaver_innovations.documents.corpus import (
     MAX_RECORD_BYTES,
     CorpusError,
@@ -119,7 +120,7 @@ def _lines(fh: io.BufferedReader, gz: bool, corpus: Path,
 
 
 def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: float = 0.75,
-                chunk_size: int = 20_000, workers: int = 1,
+                chunk_size: int = INDEX_CHUNK_PASSAGES, workers: int = 1,
                 progress: Callable[[BuildProgress], None] | None = None,
                 max_record_bytes: int = MAX_RECORD_BYTES,
                 chunking: ChunkingSettings = ChunkingSettings(),

@@ -102,7 +102,7 @@ def test_compressor_keeps_verbatim_sentences_within_the_budget(bm25):
     everything = LineCompactorCompressor(max_chars=100_000).compress_documents(docs, QUESTION)
     assert len(everything) == len(docs) and all(d.metadata["dropped_sentences"] == 0 for d in everything)
     assert LineCompactorCompressor().compress_documents([], QUESTION) == []
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"max_chars\s+Input should be greater than or equal to 1"):
         LineCompactorCompressor(max_chars=0)
 
 
@@ -155,7 +155,7 @@ def test_multihop_retriever_documents_carry_their_source(bm25):
     small = MultiHopRetriever(rag=compacting, k=50).invoke(QUESTION)
     synth = compacting.multi_hop_search(QUESTION).synth_context
     assert 0 < len(small) < len(docs) and all(d.page_content in synth for d in small)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="rag must be a MultiHopRAG, got str"):
         MultiHopRetriever(rag="not a rag")
 
 

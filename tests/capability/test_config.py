@@ -198,9 +198,9 @@ def test_yaml_syntax_errors_duplicate_keys_and_non_mappings_name_the_file(tmp_pa
 
 def test_config_is_immutable_and_compares_by_value_not_source(tmp_path):
     cfg = MultiHopConfig.from_mapping({"max_hops": 3}, source="a.yaml")
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'max_hops'"):
         cfg.max_hops = 4  # type: ignore[misc]
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'budget'"):
         cfg.compaction.budget = 1  # type: ignore[misc]
     assert cfg == MultiHopConfig.from_mapping({"max_hops": 3}, source="b.yaml")
     assert cfg != MultiHopConfig()

@@ -1,7 +1,7 @@
 """Hostile config and data files: a one-line error naming file and line (or key), exit 2
 from the CLI, no traceback, and no hang (each load runs under a 1 s alarm).
 
-Issue 15, item 5. The alarm is a hang detector, not a speed test: every case here takes
+The alarm is a hang detector, not a speed test: every case here takes
 milliseconds, and a regression (an alias expanded, a recursion, a quadratic message)
 takes seconds to minutes.
 """

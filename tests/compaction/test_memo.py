@@ -1,4 +1,4 @@
-"""Memos bounded by bytes as well as entries (issue 27): whatever is put, a memo holds at
+"""Memos bounded by bytes as well as entries: whatever is put, a memo holds at
 most its entries and its estimated bytes, never a key over its length cap, and what it
 returns for a key is what was last computed for it."""
 

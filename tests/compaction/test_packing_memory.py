@@ -1,4 +1,4 @@
-"""Bounded-memory packing (issue 15, item 4): the sparse, on-demand TF-IDF similarity packs
+"""Bounded-memory packing: the sparse, on-demand TF-IDF similarity packs
 exactly as the dense matrix it replaced; the block-wise objective path equals the held
 matrix path; the compactors' input cap refuses oversized contexts with a one-line error.
 
@@ -29,7 +29,7 @@ POLICIES = ("naive", "focused", "mmr", "submodular", "evidence")
 
 
 def dense_reference(texts: list[str]) -> np.ndarray:
-    """The dense TF-IDF cosine the packers used before issue 15 (n x vocabulary counts)."""
+    """The dense TF-IDF cosine a dense packer would use (n x vocabulary counts), the reference."""
     docs = [bm25_tokenize(t) for t in texts]
     vocab: dict[str, int] = {}
     for doc in docs:

@@ -1,4 +1,4 @@
-"""Limits at the door (issue 27): a corpus record (line) longer than the per-record limit is
+"""Limits at the door: a corpus record (line) longer than the per-record limit is
 refused at load and at index build, before it is read whole, with one line naming the file
 and the line; a deeply nested JSON line is refused at build like at load. The time and
 RSS of refusing a 50 MB record are measured in docs/robustness.md, not here; the memory

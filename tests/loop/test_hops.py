@@ -22,6 +22,7 @@ from rootweaver_innovations.loop.hops import (
     load_hop_policy,
     title_keys,
 )
+from rootweaver_innovations.conventions.registry import get_conventions
 from rootweaver_innovations.loop.multihop import (
     STOP_MAX_HOPS,
     STOP_NO_NEW_EVIDENCE,
@@ -75,7 +76,7 @@ def test_shipped_policy_loads_with_provenance_and_picks_schedules_by_budget():
                                          "first_hop": 1, "question_links": 1, "title_links": 1, "spans": 1,
                                          "span_sources": 1, "lead_sentences": 1, "link_depth": 10}))}}])
 def test_malformed_policy_raises(payload):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"(malformed hop policy|hop policy needs schedules)"):
         HopPolicyParams.from_mapping(payload)
 
 
@@ -96,10 +97,24 @@ def test_every_hop_says_why_and_the_first_is_the_question(rag, golden_questions)
         assert res.stop_reason in (STOP_PASSAGE_BUDGET, STOP_MAX_HOPS, STOP_NO_NEW_EVIDENCE)
 
 
-def test_comparison_question_gets_one_hop_per_compared_entity(rag):
-    res = rag.multi_hop_search("Are Centaurium and Dacrydium both genuses of plant species?")
-    compared = [h.sub_query for h in res.hops if h.reason == REASON_COMPARISON]
-    assert compared == [] or [s.split()[0] for s in compared] == ["Centaurium", "Dacrydium"][: len(compared)]
+def _comparison_corpus() -> list[Passage]:
+    """Two compared people and a dozen notes that outrank one of them for the question itself."""
+    notes = [Passage(f"d{i}", f"Lovelace note {i}", (f"Ada Lovelace was born first in story {i}, and born again "
+                                                     "in the sequel; Lovelace first wrote it.",)) for i in range(12)]
+    return [Passage("ada", "Ada Lovelace", ("Ada Lovelace (10 December 1815 - 1852) was an English mathematician.",)),
+            Passage("cb", "Charles Babbage", ("Charles Babbage (26 December 1791 - 1871) was an English polymath.",)),
+            *notes]
+
+
+def test_comparison_question_gets_one_hop_per_compared_entity():
+    """Hop 1 finds only Babbage's page; the compared entity it missed gets a hop of its own
+    under ``wikipedia``, and none under ``plain``, which reads no question templates."""
+    question = "Who was born first, Ada Lovelace or Charles Babbage?"
+    for name, expected in (("wikipedia", [("Ada Lovelace born first charles babbage", ("ada",))]), ("plain", [])):
+        conventions = get_conventions(name)
+        res = MultiHopRAG(BM25Retriever(_comparison_corpus(), conventions=conventions)).multi_hop_search(question)
+        assert res.hops[0].retrieved_ids == ("cb",)
+        assert [(h.sub_query, h.retrieved_ids) for h in res.hops if h.reason == REASON_COMPARISON] == expected, name
 
 
 def test_bridge_sub_queries_are_entity_plus_question_terms(rag, golden_questions):
@@ -158,7 +173,7 @@ def test_coverage_rule_reproduces_the_seed_trajectories(demo_retriever, golden_q
 
 @pytest.mark.parametrize("kw", [{"max_passages": 0}, {"stop_rule": "oracle"}])
 def test_bad_policy_construction_raises(demo_retriever, kw):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=rf"^{next(iter(kw))} must be"):
         MultiHopRAG(demo_retriever, **kw)
 
 

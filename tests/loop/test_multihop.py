@@ -126,7 +126,7 @@ def test_extractive_answer_cites_the_best_sentence_and_cuts_the_span():
     {"max_hops": 0}, {"passages_per_hop": 0}, {"answerability_threshold": 0}, {"compaction_budget": 0},
 ])
 def test_bad_construction_raises(demo_retriever, kw):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=rf"^{next(iter(kw))} must be"):
         MultiHopRAG(demo_retriever, **kw)
 
 

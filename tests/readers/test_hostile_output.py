@@ -1,4 +1,4 @@
-"""Hostile output (issue 27): what a corpus, a reader or a server sends back is printed
+"""Hostile output: what a corpus, a reader or a server sends back is printed
 safely, and the API key never comes back out.
 
 - Terminal: passages with ESC, BEL, NUL, DEL, C1 controls, bidi overrides and line

@@ -126,7 +126,7 @@ def test_client_error_is_not_retried():
 
 def test_non_completion_body_is_a_response_error():
     rec = Recorder(lambda n: httpx.Response(200, json={"unexpected": True}))
-    with pytest.raises(LLMResponseError):
+    with pytest.raises(LLMResponseError, match="choices"):
         make_client(rec).chat(MESSAGES)
 
 
@@ -136,7 +136,7 @@ def test_overflow_is_refused_before_sending():
     n = len(render_chatml(MESSAGES))
     rec = Recorder(refuse)
     fits = make_client(rec, window=n + 64, max_tokens=64, retries=0)
-    with pytest.raises(LLMUnavailableError):  # it fits, so it is sent (and the fault hits)
+    with pytest.raises(LLMUnavailableError, match="."):  # it fits, so it is sent (and the fault hits)
         fits.chat(MESSAGES)
     assert len(rec.requests) == 1
     too_small = make_client(rec, window=n + 63, max_tokens=64, retries=0)
@@ -161,7 +161,7 @@ def test_unreachable_tokenizer_endpoint_is_retried_then_typed_error_without_send
 def test_per_call_max_tokens_is_what_gets_reserved():
     n = len(render_chatml(MESSAGES))
     client = make_client(Recorder(refuse), window=n + 10, max_tokens=5)
-    with pytest.raises(PromptTooLongError):
+    with pytest.raises(PromptTooLongError, match="prompt"):
         client.build_packet(MESSAGES, max_tokens=11)
     assert client.build_packet(MESSAGES, max_tokens=10).body["max_tokens"] == 10
 
@@ -182,14 +182,15 @@ def test_api_key_goes_in_the_header_not_the_packet(monkeypatch):
 ])
 def test_bad_settings_are_rejected(kwargs):
     args = {"base_url": "http://llm.test/v1", "model": "m", "token_counter": CharCounter()} | kwargs
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"(base_url must start|timeout_s must be|max_retries and backoff_s must|"
+                                         r"need context_window)"):
         OpenAIChatClient(**args)
 
 
 def test_bad_messages_are_rejected_before_counting():
     client = make_client(Recorder(refuse))
     for bad in ([], [{"role": "tool", "content": "x"}], [{"role": "user"}]):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=r"messages must not be empty|each message needs exactly role"):
             client.build_packet(bad)
 
 
@@ -287,7 +288,7 @@ def test_synthesizer_degrades_when_even_an_empty_context_cannot_fit():
 
 
 def test_synthesizer_rejects_unknown_mode():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="essay"):
         LLMSynthesizer(make_client(Recorder(refuse)), mode="essay")
 
 

@@ -1,4 +1,4 @@
-"""Fault suite of the reader edge (issue 15, items 1, 2, 3 and 6).
+"""Fault suite of the reader edge.
 
 Fake HTTP servers stand in only for faults a real llama.cpp / vLLM server does not
 produce on demand: a trickling or hanging server, 500s, malformed JSON, an empty
@@ -268,7 +268,7 @@ def test_serve_answers_every_line_through_every_fault(fault_server, monkeypatch,
 
 
 def test_serve_survives_a_prompt_over_the_window_by_shrinking_it(fault_server, tmp_path, monkeypatch, capsys):
-    # issue 15 item 1: the first golden question's prompt (1994 tokens) did not fit 2048 - 256.
+    # the first golden question's prompt (1994 tokens) did not fit 2048 - 256.
     seen: list[int] = []
 
     def ok(conn, req, _stop):

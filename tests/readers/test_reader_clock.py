@@ -1,4 +1,4 @@
-"""The reader's deadline covers one answer, not the one-off load (issue 27): `ask` loads
+"""The reader's deadline covers one answer, not the one-off load: `ask` loads
 the model and tokenizer before the clock starts, and a reader that misses its deadline
 says so once, on stderr, with the measured load and answer times.
 

@@ -1,4 +1,4 @@
-"""Signals during `rootweaver index build` (issue 27): SIGTERM and SIGINT leave no process,
+"""Signals during `rootweaver index build`: SIGTERM and SIGINT leave no process,
 no temporary directory and no traceback; SIGKILL leaves no orphaned worker, and the next
 build beside it removes the temporary directory the killed one left.
 

@@ -1,4 +1,4 @@
-"""26 corrupted indexes (issue 27): each is refused with exit 2 and one stderr line naming
+"""26 corrupted indexes: each is refused with exit 2 and one stderr line naming
 the damaged file, by `rootweaver index verify` always and by `rootweaver ask --index`
 whenever the damage is visible without hashing (dtype, shape, range, size, manifest);
 never a traceback, never an answer from a damaged index.

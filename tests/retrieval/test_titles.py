@@ -145,7 +145,7 @@ def test_an_id_title_is_left_out_of_the_fact_line_and_its_records_are_one_docume
 
 def test_two_keys_with_one_hash_are_refused_and_a_text_hash_never_matches_a_wrong_key(monkeypatch):
     monkeypatch.setattr(titles_module, "_hash", lambda text: 7)  # the fault no real 64-bit hash shows here
-    with pytest.raises(TitleHashCollision):
+    with pytest.raises(TitleHashCollision, match="title keys 'ernst mach' and 'charles university' share a 64-bit hash"):
         TitleArrays.merge([TitleBatch.from_keys([("ernst mach",), ("charles university",)], 0)])
     index = TitleIndex(_passages(["Ernst Mach"]))
     assert [m.key for m in index.mentions("Charles University met Ernst Mach")] == ["ernst mach"]

@@ -249,7 +249,7 @@ def fact_candidates(question: str, facts: Sequence[Fact]) -> list[Candidate]:
     ``position`` the fact's index in ``facts`` (the loop's hop and rank order), ``relevance``
     BM25 Okapi (rank-bm25's) of the line's terms against ``question``, clipped at 0 (under an id
     title, of the sentence's: the file's subject on the line is for the reader, and scoring it
-    cost answers on 2Wiki and MuSiQue, docs/results.md section 15); ``hop`` and ``sub_query``
+    cost answers on 2Wiki and MuSiQue, docs/results.md); ``hop`` and ``sub_query``
     the fact's. Facts whose sentence is blank are skipped. The product's compactors, the
     packing eval and the evidence model's fitting script all build candidates here.
     """
