@@ -4,6 +4,7 @@ then `rootweaver ask --index IDX --json --reader none`) on an open pool written 
 The pool of the rows' paragraphs is written four ways and indexed by the product's own command:
 
 - ``jsonl``: one ``{id, title, sentences}`` line per paragraph (today's corpus format);
+- ``opaque``: the same lines with every title replaced by ``doc-<id>`` (records titled by ids);
 - ``md``: one Markdown file per paragraph, its title as the ``#`` heading (a wiki export);
 - ``txt``: one untitled text file per paragraph, named ``doc-<n>.txt``;
 - ``txt5``: untitled text files of five consecutive pool paragraphs each (blank line between),
@@ -47,9 +48,10 @@ from rootweaver_innovations.documents.folders import passage_record
 from rootweaver_innovations.retrieval.index import open_index
 
 from .datasets import DATASETS, build_open_pool, is_yes_no, load_rows
-from .layouts import grams, supporting_sentences, window_records
+from .layouts import grams, opaque, supporting_sentences, window_records
 
-LAYOUTS = ("jsonl", "md", "txt", "txt5", "win40")
+LAYOUTS = ("jsonl", "opaque", "md", "txt", "txt5", "win40")
+_ROWS = ("jsonl", "opaque")  # layouts whose passages keep the pool's ids
 
 
 def _file(record: dict) -> str:
@@ -75,10 +77,10 @@ def _supported(ids: list[str], support: list[tuple[str, str]], *, records: dict[
 def write_layout(layout: str, passages, root: Path) -> tuple[Path, dict[str, str]]:
     """The corpus of ``layout`` under ``root``; and, per pool id, the file that holds it."""
     where: dict[str, str] = {}
-    if layout == "jsonl":
-        path = root / "pool.jsonl"
+    if layout in _ROWS:
+        path = root / ("pool.jsonl" if layout == "jsonl" else "opaque.jsonl")
         path.write_text("".join(json.dumps(passage_record(p)) + "\n"
-                                for p in passages), encoding="utf-8")
+                                for p in (opaque(passages) if layout == "opaque" else passages)), encoding="utf-8")
         return path, {p.id: p.id for p in passages}
     if layout == "win40":
         path = root / "win40.jsonl"
@@ -151,14 +153,14 @@ def run(rows, *, layouts: Sequence[str] = LAYOUTS, chunk_tokens: int = 128, max_
             retriever = open_index(index).retriever()
             count = default_token_counter().count
             size = {i: count(" ".join(r["sentences"])) for i, r in records.items()}
-            covers = functools.partial(_covers, records=records, where=None if layout == "jsonl" else where,
+            covers = functools.partial(_covers, records=records, where=None if layout in _ROWS else where,
                                        paragraphs=by_id)
 
             all_gold, single, aic, read, tokens, seconds = [], [], [], [], [], []
             all_support, single_support = [], []
             for row, gold, support in zip(rows, pool.gold, supports):
                 started = time.perf_counter()
-                d = _ask(row.question, index, max_passages if layout != "jsonl" else 10, conventions)
+                d = _ask(row.question, index, max_passages if layout not in _ROWS else 10, conventions)
                 seconds.append(time.perf_counter() - started)
                 ids = [pid for hop in d["hops"] for pid in hop["retrieved_ids"]]
                 read.append(len(ids))
@@ -174,7 +176,7 @@ def run(rows, *, layouts: Sequence[str] = LAYOUTS, chunk_tokens: int = 128, max_
                     single.append(covers(top, gold))
                     if support:  # every supporting sentence in a read passage (the rows that label them)
                         supported = functools.partial(_supported, records=records,
-                                                      where=None if layout == "jsonl" else where)
+                                                      where=None if layout in _ROWS else where)
                         all_support.append(supported(ids, support))
                         single_support.append(supported(top, support))
                 if not is_yes_no(row):
