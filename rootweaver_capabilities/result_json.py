@@ -22,6 +22,8 @@ def _citation(f: Fact) -> dict[str, Any]:
                            "sentence": f.body}
     if f.source is not None:
         out["source"] = {"path": f.source.path, "headings": list(f.source.headings), "position": f.source.position}
+        if f.source.meta is not None:
+            out["source"]["meta"] = f.source.meta.to_json()
     return out
 
 
@@ -30,7 +32,8 @@ def answer_record(answer: Answer | None) -> dict[str, Any] | None:
     "prompt_tokens"}`` of one answer (this request's own outcome; ``cited_lines`` the cited
     facts' context lines, ``citations`` the same facts as ``{passage_id, title,
     sentence_index, sentence}``, plus ``source`` ``{path, headings, position}`` for a chunk of a
-    document; ``reader`` the model asked, ``"none"`` when no model was
+    document, with ``meta`` (its front matter: title, source, published, author, url, extra)
+    when it has one; ``reader`` the model asked, ``"none"`` when no model was
     (extractive or computed answers); ``error_kind`` ``None`` unless the reader failed and the
     answer degraded to the extractive one); ``None`` without a synthesizer."""
     if answer is None:

@@ -22,6 +22,7 @@ from rootweaver_innovations.text import MONTHS
 __all__ = [
     "MAX_RECORD_BYTES",
     "CorpusError",
+    "DocumentMeta",
     "Passage",
     "Source",
     "bounded_lines",
@@ -51,18 +52,44 @@ def bounded_lines(fh: Any, path: Path, max_record_bytes: int) -> Iterator[bytes]
         yield line
 
 
+_META_FIELDS = ("title", "source", "published", "author", "url")  # DocumentMeta's typed fields, in order
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentMeta:
+    """What a document says about itself in its front matter (``None`` for a field it leaves
+    out or empty): ``title``, ``source`` (the publication), ``published`` (an ISO 8601 date or
+    time, with its offset when it had one), ``author``, ``url``, and ``extra``, every other
+    field with a text value as ``(key, value)`` in the order written."""
+
+    title: str | None = None
+    source: str | None = None
+    published: str | None = None
+    author: str | None = None
+    url: str | None = None
+    extra: tuple[tuple[str, str], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of this record: the fields that are set, ``extra`` as an object."""
+        out: dict[str, Any] = {k: v for k in _META_FIELDS if (v := getattr(self, k)) is not None}
+        if self.extra:
+            out["extra"] = dict(self.extra)
+        return out
+
+
 @dataclass(frozen=True, slots=True)
 class Source:
     """Where a chunk of a user's document came from: ``path`` (relative to the corpus folder),
     ``headings`` (the Markdown/HTML heading path, or ``("page N",)`` in a PDF), ``position``
-    (0-based chunk number in its document) and the ids of the chunks before and after it
-    (``None`` at either end)."""
+    (0-based chunk number in its document), the ids of the chunks before and after it
+    (``None`` at either end) and the document's front matter ``meta`` (``None`` without one)."""
 
     path: str
     headings: tuple[str, ...] = ()
     position: int = 0
     prev: str | None = None
     next: str | None = None
+    meta: DocumentMeta | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +217,22 @@ def _source(value: Any) -> Source:
     for key in ("prev", "next"):
         if value.get(key) is not None and not isinstance(value[key], str):
             raise CorpusError(f"field 'source.{key}' must be a string or null, got {_kind(value[key])}")
-    return Source(path, tuple(headings), position, value.get("prev"), value.get("next"))
+    meta = None if value.get("meta") is None else _meta(value["meta"])
+    return Source(path, tuple(headings), position, value.get("prev"), value.get("next"), meta)
+
+
+def _meta(value: Any) -> DocumentMeta:
+    """The :class:`DocumentMeta` of a record's ``source.meta`` object; :class:`CorpusError`
+    naming the field."""
+    if not isinstance(value, dict):
+        raise CorpusError(f"field 'source.meta' must be an object, got {_kind(value)}")
+    for key in _META_FIELDS:
+        if value.get(key) is not None:
+            _string(value[key], f"source.meta.{key}")
+    extra = value.get("extra", {})
+    if not (isinstance(extra, dict) and all(isinstance(v, str) for v in extra.values())):
+        raise CorpusError("field 'source.meta.extra' must be an object of strings")
+    return DocumentMeta(*(value.get(key) for key in _META_FIELDS), tuple(extra.items()))
 
 
 def load_corpus_jsonl(path: str | Path, max_record_bytes: int = MAX_RECORD_BYTES) -> list[Passage]:

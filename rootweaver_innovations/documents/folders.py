@@ -10,26 +10,31 @@ it into chunks:
   sentence-aware (paragraphs, then lines, then sentence ends, then clauses, then words),
   with size and overlap in reader tokens (the Qwen2.5 tokenizer of the budgets).
 - A chunk becomes a :class:`~rootweaver_innovations.documents.corpus.Passage`: id ``"<path>#<n>"``,
-  title the document's title (its first top heading, the HTML ``<title>`` or the PDF's
-  title; in a document without one, its first heading above the chunk, else the name its
-  paragraph's lead sentence is about, carried to the chunks that continue it, else the file
-  name), sentences split as a JSONL corpus's are except after an initial or a common
-  abbreviation, and a
-  :class:`~rootweaver_innovations.documents.corpus.Source`: file path relative to the folder, heading
-  path, position in the document and the ids of its neighbouring chunks.
+  title the document's title (its front matter's ``title``, its first top heading, the HTML
+  ``<title>`` or the PDF's title; in a document without one, its first heading above the
+  chunk, else the name its paragraph's lead sentence is about, carried to the chunks that
+  continue it, else the file name), sentences split as a JSONL corpus's are except after an
+  initial or a common abbreviation, and a
+  :class:`~rootweaver_innovations.documents.corpus.Source`: file path relative to the folder,
+  heading path, position in the document, the ids of its neighbouring chunks and the
+  document's front matter (:class:`~rootweaver_innovations.documents.corpus.DocumentMeta`, see
+  :mod:`~rootweaver_innovations.documents.formats`).
 
 Nothing is skipped silently: every file not chunked is reported as a :class:`SkippedFile`
-with its reason (``on_skip`` hears each as it happens), and a folder with no chunk at all
-raises :class:`~rootweaver_innovations.documents.corpus.CorpusError`. Hidden files and directories
-(name starting with ``.``) are counted, not entered. Needs the extra ``documents``
-(``langchain-text-splitters``, ``pypdf``); without it, a one-line ``CorpusError`` says how
-to install it.
+with its reason (``on_skip`` hears each as it happens), every file chunked with a problem
+(a front matter not read whole, a date that is not one) as a :class:`FileNotice` (heard by
+``on_notice``, by default a warning of the ``rootweaver.documents`` logger), and a folder
+with no chunk at all raises :class:`~rootweaver_innovations.documents.corpus.CorpusError`.
+Hidden files and directories (name starting with ``.``) are counted, not entered. Needs the
+extra ``documents`` (``langchain-text-splitters``, ``pypdf``, ``python-frontmatter``);
+without it, a one-line ``CorpusError`` says how to install it.
 """
 
 from __future__ import annotations
 
 import bisect
 import json
+import logging
 import os
 import re
 from collections import Counter
@@ -47,8 +52,9 @@ from rootweaver_innovations.documents.corpus import CorpusError, Passage, Source
 from rootweaver_innovations.documents.formats import DOCUMENT_TYPES, Unreadable, read_document
 from rootweaver_innovations.defaults import CHUNK_TOKENS, MAX_FILE_BYTES, OVERLAP_TOKENS
 
-__all__ = ["DOCUMENT_TYPES", "READING_FILE", "ChunkingSettings", "DocumentScan", "ReadingBudget", "SkippedFile",
-           "count_by_reason", "iter_document_passages", "load_documents", "load_reading_budget", "passage_record"]
+__all__ = ["DOCUMENT_TYPES", "READING_FILE", "ChunkingSettings", "DocumentScan", "FileNotice", "ReadingBudget",
+           "SkippedFile", "count_by_reason", "iter_document_passages", "load_documents", "load_reading_budget",
+           "passage_record", "warn_notice"]
 
 INSTALL_HINT = "pip install 'rootweaver[documents]'"
 READING_FILE = Path(__file__).resolve().parents[1] / "data" / "reading_budget.json"
@@ -94,12 +100,28 @@ class SkippedFile:
 
 
 @dataclass(frozen=True, slots=True)
+class FileNotice:
+    """A file chunked with what could be read, and the ``problem`` with the rest (one line)."""
+
+    path: str
+    problem: str
+
+
+def warn_notice(notice: FileNotice) -> None:
+    """The default hearer of :class:`FileNotice`: one warning of the ``rootweaver.documents``
+    logger naming the file and the problem."""
+    logging.getLogger("rootweaver.documents").warning("read %s with a problem: %s", notice.path, notice.problem)
+
+
+@dataclass(frozen=True, slots=True)
 class DocumentScan:
-    """A folder read whole: its passages, the number of documents they came from, the skips."""
+    """A folder read whole: its passages, the number of documents they came from, the skips
+    and the files read with a problem."""
 
     passages: tuple[Passage, ...]
     documents: int
     skipped: tuple[SkippedFile, ...]
+    notices: tuple[FileNotice, ...] = ()
 
     def skipped_by_reason(self) -> dict[str, int]:
         """Skipped files counted by reason, most frequent first."""
@@ -155,36 +177,47 @@ def load_reading_budget(path: Path = READING_FILE) -> ReadingBudget:
 
 def passage_record(p: Passage) -> dict[str, Any]:
     """The JSONL corpus object of ``p`` (what :func:`~rootweaver_innovations.documents.corpus.passage_from_object`
-    reads back): ``{"id", "title", "sentences"}`` and, for a chunk of a document, ``"source"``."""
+    reads back): ``{"id", "title", "sentences"}`` and, for a chunk of a document, ``"source"``
+    (with ``"meta"`` only for a document with front matter)."""
     out: dict[str, Any] = {"id": p.id, "title": p.title, "sentences": list(p.sentences)}
     if p.source is not None:
         s = p.source
         out["source"] = {"path": s.path, "headings": list(s.headings), "position": s.position,
                          "prev": s.prev, "next": s.next}
+        if s.meta is not None:
+            out["source"]["meta"] = s.meta.to_json()
     return out
 
 
 def load_documents(root: str | Path, settings: ChunkingSettings = ChunkingSettings(),
                    on_skip: Callable[[SkippedFile], None] | None = None,
-                   conventions: Conventions | None = None) -> DocumentScan:
+                   conventions: Conventions | None = None,
+                   on_notice: Callable[[FileNotice], None] = warn_notice) -> DocumentScan:
     """Every chunk of the folder ``root`` as passages (see the module docstring), untitled
     text named under ``conventions`` (the default member when ``None``)."""
     skipped: list[SkippedFile] = []
+    notices: list[FileNotice] = []
 
     def note(s: SkippedFile) -> None:
         skipped.append(s)
         if on_skip is not None:
             on_skip(s)
 
-    passages = tuple(iter_document_passages(root, settings, note, conventions or default_conventions()))
-    return DocumentScan(passages, len({p.source.path for p in passages}), tuple(skipped))
+    def notice(n: FileNotice) -> None:
+        notices.append(n)
+        on_notice(n)
+
+    passages = tuple(iter_document_passages(root, settings, note, conventions or default_conventions(), notice))
+    return DocumentScan(passages, len({p.source.path for p in passages}), tuple(skipped), tuple(notices))
 
 
 def iter_document_passages(root: str | Path, settings: ChunkingSettings, on_skip: Callable[[SkippedFile], None],
-                           conventions: Conventions) -> Iterator[Passage]:
+                           conventions: Conventions,
+                           on_notice: Callable[[FileNotice], None] = warn_notice) -> Iterator[Passage]:
     """The chunks of every supported file under ``root``, file by file in :func:`_walk`'s order,
     untitled text named by its paragraphs' lead subjects under ``conventions``;
-    ``on_skip`` is called for each file that yields none. :class:`CorpusError` when ``root`` is
+    ``on_skip`` is called for each file that yields none, ``on_notice`` once for each file
+    chunked with a problem (before its chunks). :class:`CorpusError` when ``root`` is
     not a readable directory, when the extra ``documents`` is missing, or when no file yields a
     chunk (the message counts the skips by reason)."""
     root = Path(root)
@@ -204,24 +237,27 @@ def iter_document_passages(root: str | Path, settings: ChunkingSettings, on_skip
             skip(rel, f"unsupported type {''.join(Path(rel).suffixes[-2:]) or '(no suffix)'}")
             continue
         try:
-            title, sections = read_document(path, rel, kind, settings.max_file_bytes)
+            doc = read_document(path, rel, kind, settings.max_file_bytes)
         except Unreadable as exc:
             skip(rel, str(exc))
             continue
-        chunks = [(headings, text, subject) for headings, body in sections
-                  for text, subject in _subjects(body, split(body), title, conventions)]
+        chunks = [(headings, text, subject) for headings, body in doc.sections
+                  for text, subject in _subjects(body, split(body), doc.title, conventions)]
         if not chunks:
-            skip(rel, "no text")
+            skip(rel, "no text" if doc.problem is None else f"no text ({doc.problem})")
             continue
+        if doc.problem is not None:
+            on_notice(FileNotice(rel, doc.problem))
         ids = [f"{rel}#{n}" for n in range(len(chunks))]
         fallback = re.sub(r"[_\-]+", " ", Path(rel.removesuffix(".gz")).stem).strip() or rel
         carried = None
         for n, (headings, text, subject) in enumerate(chunks):
             found += 1
             carried = subject or carried  # untitled text: the name its paragraph is about, over cuts and sections
-            yield Passage(ids[n], title or (headings[0] if headings else None) or carried or fallback,
+            yield Passage(ids[n], doc.title or (headings[0] if headings else None) or carried or fallback,
                           split_sentences(text, abbreviations=True),
-                          Source(rel, headings, n, ids[n - 1] if n else None, ids[n + 1] if n + 1 < len(ids) else None))
+                          Source(rel, headings, n, ids[n - 1] if n else None, ids[n + 1] if n + 1 < len(ids) else None,
+                                 doc.meta))
     if not found:
         counts = ", ".join(f"{n} {r}" for r, n in count_by_reason(skipped).items()) or "no files"
         raise CorpusError(f"{root}: no document to index ({counts}); supported: "
@@ -292,6 +328,7 @@ def _splitter(settings: ChunkingSettings) -> Callable[[str], list[str]]:
     """``text -> chunks`` under ``settings``; :class:`CorpusError` naming the extra when the
     text splitters are not installed."""
     try:
+        import frontmatter  # noqa: F401 - read by formats._front_matter; checked before any file is read
         import pypdf  # noqa: F401 - read by _read_pdf; checked before any file is read
         from langchain_text_splitters import RecursiveCharacterTextSplitter
     except ImportError:

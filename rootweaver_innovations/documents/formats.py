@@ -1,23 +1,39 @@
-"""Reading one file of a known kind into its title and its sections of text.
+"""Reading one file of a known kind into its title, its sections of text and its metadata.
 
 ``DOCUMENT_TYPES`` maps a suffix to a kind: plain text, Markdown (split at its headings by
 ``MarkdownHeaderTextSplitter``), HTML (``html.parser``; scripts, styles and the head left out,
 split at ``h1``..``h6``) and PDF (``pypdf``, one section per page); the text kinds may be
-gzip-compressed. :func:`read_document` gives ``(title or None, [(heading path, text), ...])``
-or raises :class:`Unreadable` with the reason reported for the file. File I/O only.
+gzip-compressed. :func:`read_document` gives a :class:`Document` or raises
+:class:`Unreadable` with the reason reported for the file. File I/O only.
+
+A Markdown or text file that opens with a YAML front matter block (a ``---`` line, ``key:
+value`` lines, a closing ``---`` or ``...`` line, as Jekyll, Hugo and Obsidian write it),
+closed within its first 64 Ki characters, is read with ``python-frontmatter``: the block is metadata,
+not text. Its ``title`` is the document's title; ``source`` (else ``site_name``, else
+``publisher``), ``published`` (else ``date``), ``author`` and ``url`` are the typed fields of a
+:class:`~rootweaver_innovations.documents.corpus.DocumentMeta`, every other field with a text
+value (a list of them joined by ", ") its ``extra``; a nested mapping is left out. A block
+that is not valid YAML is read line by line (each top-level ``key: value`` alone, a value
+that does not parse kept as written) and a date that is not ISO 8601 is kept in ``extra``:
+the document keeps what could be read and :attr:`Document.problem` says what could not. A
+block that reads as anything but a mapping (a Markdown rule, then prose) stays text.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import gzip
 import re
 import zlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DOCUMENT_TYPES", "Sections", "Unreadable", "read_document"]
+from rootweaver_innovations.documents.corpus import DocumentMeta
+
+__all__ = ["DOCUMENT_TYPES", "FRONT_MATTER_CHARS", "Document", "Sections", "Unreadable", "read_document"]
 
 DOCUMENT_TYPES: Mapping[str, str] = {".txt": "text", ".text": "text", ".md": "markdown", ".markdown": "markdown",
                                      ".html": "html", ".htm": "html", ".pdf": "pdf"}
@@ -28,26 +44,146 @@ class Unreadable(Exception):
 
 
 Sections = list[tuple[tuple[str, ...], str]]
+FRONT_MATTER_CHARS = 64 << 10  # a front matter block must close within the file's first 64 Ki characters
 
 
-def read_document(path: Path, rel: str, kind: str, cap: int) -> tuple[str | None, Sections]:
-    """The document's own title (``None`` when it has none) and its ``(heading path, text)``
-    sections; :class:`Unreadable`."""
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One file read: its own ``title`` (``None`` when it has none), its ``(heading path,
+    text)`` sections, its front matter ``meta`` (``None`` without one) and the ``problem`` met
+    reading it (``None``, else one line saying what was not read as written)."""
+
+    title: str | None
+    sections: Sections
+    meta: DocumentMeta | None = None
+    problem: str | None = None
+
+
+def read_document(path: Path, rel: str, kind: str, cap: int) -> Document:
+    """The :class:`Document` of the file at ``path`` (``rel`` its name in the folder, ``kind``
+    one of :data:`DOCUMENT_TYPES`' values, ``cap`` the most bytes read); :class:`Unreadable`."""
     if kind == "pdf":
-        return _read_pdf(path, cap)
+        return Document(*_read_pdf(path, cap))
     raw = _bytes(path, cap, rel.endswith(".gz"))
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise Unreadable(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})") from None
-    if kind == "markdown":
-        return _markdown_sections(text)
     if kind == "html":
         parser = _HTMLSections()
         parser.feed(text)
         parser.close()
-        return parser.title or None, parser.sections
-    return None, [((), text)]
+        return Document(parser.title or None, parser.sections)
+    fields, text, problems = _front_matter(text)
+    meta = _meta(fields, problems) if fields else None
+    title, sections = _markdown_sections(text) if kind == "markdown" else (None, [((), text)])
+    return Document((meta.title if meta else None) or title, sections, meta, "; ".join(problems) or None)
+
+
+_SOURCE_KEYS = ("source", "site_name", "publisher")  # the first one set is DocumentMeta.source
+_DATE_KEYS = ("published", "date")  # the first one set is DocumentMeta.published
+_KEY_LINE = re.compile(r"([A-Za-z_][\w-]*)[ \t]*:(?:[ \t]+(.*?))?[ \t]*")  # a top-level `key: value` line
+_CLOSE = re.compile(r"^(?:-{3,}|\.{3})[ \t\r]*$", re.MULTILINE)  # the line that ends a front matter block
+
+
+def _yaml_failures() -> tuple[type[BaseException], ...]:
+    """What reading a front matter can raise: not YAML, a timestamp that is no date
+    (``ValueError``), a number out of range, nesting too deep."""
+    import yaml
+
+    return yaml.YAMLError, ValueError, OverflowError, RecursionError
+
+
+def _front_matter(text: str) -> tuple[dict[str, Any], str, list[str]]:
+    """``(fields, text without the block, problems)`` of ``text`` that opens with a front
+    matter block; ``({}, text, [])`` for any other text."""
+    if not text.startswith("---"):
+        return {}, text, []
+    from frontmatter import YAMLHandler
+
+    yaml_block = YAMLHandler()
+    opened = yaml_block.FM_BOUNDARY.match(text)
+    closed = opened and _CLOSE.search(text, opened.end())
+    if not closed or closed.start() > FRONT_MATTER_CHARS:
+        return {}, text, []
+    block, body = text[opened.end():closed.start()], text[closed.end():].lstrip("\r\n")
+    try:
+        data = yaml_block.load(block)
+    except _yaml_failures() as exc:
+        fields = _fields_line_by_line(block, yaml_block)
+        if not fields:
+            return {}, text, []
+        mark, first_line = getattr(exc, "problem_mark", None), text.count("\n", 0, opened.end()) + 1
+        where = f"line {first_line + mark.line}: " if mark is not None else ""
+        why = " ".join(str(getattr(exc, "problem", None) or exc).split())[:120]
+        return fields, body, [f"front matter not read whole ({where}{why}); its fields were read one line at a time"]
+    if data is None:
+        return {}, body, []
+    if not isinstance(data, dict):
+        return {}, text, []
+    return {str(k): v for k, v in data.items()}, body, []
+
+
+def _fields_line_by_line(block: str, yaml_block: Any) -> dict[str, Any]:
+    """The top-level ``key: value`` lines of a block that is not valid YAML, each value parsed
+    alone, else kept as written (one pair of enclosing quotes removed)."""
+    fields: dict[str, Any] = {}
+    for line in block.splitlines():
+        if (m := _KEY_LINE.fullmatch(line)) is None:
+            continue
+        value = m.group(2) or ""
+        try:
+            fields[m.group(1)] = yaml_block.load(value)
+        except _yaml_failures():
+            quoted = len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'"
+            fields[m.group(1)] = value[1:-1] if quoted else value
+    return fields
+
+
+def _meta(fields: dict[str, Any], problems: list[str]) -> DocumentMeta | None:
+    """The :class:`DocumentMeta` of a front matter's fields (``None`` when none has a value);
+    a date that is not ISO 8601 goes to ``extra`` and to ``problems``."""
+    values = {k: v for k, v in ((k, _text(v)) for k, v in fields.items()) if v is not None}
+    lower = {k.lower(): k for k in reversed(values)}  # a key as first written, whatever its case
+
+    def take(*names: str) -> str | None:
+        return next((values.pop(lower[n]) for n in names if lower.get(n) in values), None)
+
+    title, source, author, url = take("title"), take(*_SOURCE_KEYS), take("author"), take("url")
+    date_key = next((lower[n] for n in _DATE_KEYS if lower.get(n) in values), None)
+    published = _iso_date(values[date_key]) if date_key else None
+    if date_key and published is None:
+        problems.append(f"front matter {date_key!r} is not an ISO 8601 date ({values[date_key][:40]!r}); kept as text")
+    elif date_key:
+        values.pop(date_key)
+    if not (title or source or published or author or url or values):
+        return None
+    return DocumentMeta(title, source, published, author, url, tuple(values.items()))
+
+
+def _text(value: Any) -> str | None:
+    """A front matter value as one line of text: a scalar, or a list of scalars joined by
+    ", "; ``None`` for an empty value or a nested mapping."""
+    if isinstance(value, list):
+        return ", ".join(t for v in value if not isinstance(v, (list, dict)) and (t := _text(v)) is not None) or None
+    if isinstance(value, dict) or value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    return " ".join(str(value).split()) or None
+
+
+def _iso_date(text: str) -> str | None:
+    """``text`` as an ISO 8601 date or date and time (``datetime.fromisoformat``; its offset,
+    when it has one, kept), else ``None``."""
+    for parse in (dt.date.fromisoformat, dt.datetime.fromisoformat):  # a date stays a date
+        try:
+            return parse(text).isoformat()
+        except ValueError:
+            continue
+    return None
 
 
 def _bytes(path: Path, cap: int, gz: bool) -> bytes:

@@ -1,0 +1,37 @@
+"""The news eval on a few questions: the bundled MultiHop-RAG half is whole, and the product
+path (index build of the saved articles, ask --json) is scored per question type."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from evals.news import TYPES, load_questions, main, run, write_articles
+
+
+def test_the_bundled_half_is_whole(tmp_path):
+    questions = load_questions()
+    assert len(questions) == 250 and set(Counter(q.type for q in questions)) == set(TYPES)
+    assert write_articles(tmp_path) == 326
+    for q in questions:
+        assert (not q.evidence_facts) == (not q.evidence_files) == (q.type == "null_query")
+        texts = [(tmp_path / f).read_text(encoding="utf-8") for f in q.evidence_files]
+        assert all(any(fact in text for text in texts) for fact in q.evidence_facts)  # verbatim in its files
+
+
+def test_a_few_questions_through_the_product_path():
+    questions = [q for q in load_questions() if q.type != "null_query"][:3] + load_questions()[-1:]
+    report = run(questions, max_passages=5, conventions="plain", n_resamples=200)
+    assert report["articles"] == 326 and report["indexed_chunks"] >= 326
+    overall = report["overall"]
+    assert overall["questions"] == 4 and overall["scored"] == sum(1 for q in questions if q.evidence_facts)
+    assert 0 <= overall["all_evidence"] <= overall["evidence_found"] <= 1
+    assert overall["mean_articles_read"] > 0 and overall["mean_tokens_read"] > 0
+    low, high = overall["loop_minus_single"][1:]
+    assert low <= overall["loop_minus_single"][0] <= high
+    assert sum(cell["questions"] for cell in report["by_type"].values()) == 4
+
+
+def test_the_command_line_prints_one_json_report(capsys):
+    assert main(["--limit", "2", "--max-passages", "3", "--resamples", "50"]) == 0
+    out = capsys.readouterr().out
+    assert '"questions": 2' in out and '"max_passages": 3' in out and '"conventions": "wikipedia"' in out
