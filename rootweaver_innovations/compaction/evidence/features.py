@@ -302,7 +302,7 @@ def _sentence_features(problem: EvidenceProblem, s: _Structure, q: np.ndarray) -
         "bridge_in_lead": bridge_in * lead,
         "any_year": has_year,
         "starts_with_title": starts_title,  # begins with its document's title (first 20 characters)
-        "born_on_who": born * who,  # a birth bracket ("(born", "(1909 – 1992)") on a who-question
+        "born_on_who": born * who,  # a life-dates bracket (cues.parse) on a who-question
         "head_words": head_words,  # share of the question's first content words (words 2-6) it contains
         "born": born,
         "doc_evidence": q_doc,  # q_d of its document
