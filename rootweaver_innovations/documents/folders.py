@@ -49,7 +49,7 @@ from rootweaver_innovations.compaction.budget import default_token_counter
 from rootweaver_innovations.conventions.base import Conventions
 from rootweaver_innovations.conventions.registry import default_conventions
 from rootweaver_innovations.documents.corpus import CorpusError, Passage, Source, split_sentences
-from rootweaver_innovations.documents.formats import DOCUMENT_TYPES, Unreadable, read_document
+from rootweaver_innovations.documents.formats import DOCUMENT_TYPES, Unreadable, kind_of, read_document
 from rootweaver_innovations.defaults import CHUNK_TOKENS, MAX_FILE_BYTES, OVERLAP_TOKENS
 
 __all__ = ["DOCUMENT_TYPES", "READING_FILE", "ChunkingSettings", "DocumentScan", "FileNotice", "ReadingBudget",
@@ -232,8 +232,8 @@ def iter_document_passages(root: str | Path, settings: ChunkingSettings, on_skip
 
     found = 0
     for rel, path in _walk(root, skip):
-        kind = DOCUMENT_TYPES.get(Path(rel.removesuffix(".gz")).suffix.lower())
-        if kind is None or (kind == "pdf" and rel.endswith(".gz")):
+        kind = kind_of(path, rel)
+        if kind is None:
             skip(rel, f"unsupported type {''.join(Path(rel).suffixes[-2:]) or '(no suffix)'}")
             continue
         try:
@@ -261,7 +261,7 @@ def iter_document_passages(root: str | Path, settings: ChunkingSettings, on_skip
     if not found:
         counts = ", ".join(f"{n} {r}" for r, n in count_by_reason(skipped).items()) or "no files"
         raise CorpusError(f"{root}: no document to index ({counts}); supported: "
-                          f"{', '.join(sorted(DOCUMENT_TYPES))} (and .gz of the text formats)")
+                          f"{', '.join(sorted(DOCUMENT_TYPES))}, any other UTF-8 text file, and .gz of the text ones")
 
 
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")  # between paragraphs

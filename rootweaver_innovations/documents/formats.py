@@ -22,6 +22,7 @@ block that reads as anything but a mapping (a Markdown rule, then prose) stays t
 from __future__ import annotations
 
 import datetime as dt
+import codecs
 import gzip
 import re
 import zlib
@@ -33,7 +34,7 @@ from typing import Any
 
 from rootweaver_innovations.documents.corpus import DocumentMeta
 
-__all__ = ["DOCUMENT_TYPES", "FRONT_MATTER_CHARS", "Document", "Sections", "Unreadable", "read_document"]
+__all__ = ["DOCUMENT_TYPES", "FRONT_MATTER_CHARS", "Document", "Sections", "Unreadable", "kind_of", "read_document"]
 
 DOCUMENT_TYPES: Mapping[str, str] = {".txt": "text", ".text": "text", ".md": "markdown", ".markdown": "markdown",
                                      ".html": "html", ".htm": "html", ".pdf": "pdf"}
@@ -57,6 +58,30 @@ class Document:
     sections: Sections
     meta: DocumentMeta | None = None
     problem: str | None = None
+
+
+_SNIFF_BYTES = 8192  # what is read of a file without a known suffix to tell text from binary
+_TEXT_CONTROLS = frozenset("\t\n\r\f\v\x1b")  # control characters text may hold
+
+
+def kind_of(path: Path, rel: str) -> str | None:
+    """How to read the file at ``path`` (``rel`` its name in the folder): the kind its suffix
+    names (:data:`DOCUMENT_TYPES`, under a ``.gz``), else ``"text"`` when its first 8 KiB
+    (decompressed for ``.gz``) are UTF-8 with no NUL and at most 1% other control characters
+    (``README``, ``NEWS``, ``COPYING``, ``CHANGES.gz``); ``None`` for anything else (a binary
+    file, a gzipped PDF, a ``.gz`` that does not decompress)."""
+    gz = rel.endswith(".gz")
+    kind = DOCUMENT_TYPES.get(Path(rel.removesuffix(".gz")).suffix.lower())
+    if kind is not None:
+        return None if kind == "pdf" and gz else kind
+    try:
+        with (gzip.open if gz else open)(path, "rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+        text = codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError):
+        return None
+    controls = sum(1 for c in text if c < " " and c not in _TEXT_CONTROLS)
+    return "text" if text.strip() and "\x00" not in text and controls <= len(text) / 100 else None
 
 
 def read_document(path: Path, rel: str, kind: str, cap: int) -> Document:

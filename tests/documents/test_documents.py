@@ -139,7 +139,7 @@ def test_nothing_is_skipped_silently(tmp_path):
 
 
 def test_a_folder_with_nothing_to_read_is_one_clear_error(tmp_path):
-    (tmp_path / "a.docx").write_bytes(b"x")
+    (tmp_path / "a.docx").write_bytes(b"PK\x03\x04\x14\x00")  # a zip archive, as a .docx is
     with pytest.raises(CorpusError, match=r"no document to index \(1 unsupported type \.docx\)"):
         load_documents(tmp_path)
     with pytest.raises(CorpusError, match="not a directory"):
@@ -201,7 +201,7 @@ def test_ask_on_a_folder_reports_each_skipped_file_and_a_count(tmp_path, capsys)
 
 def test_index_build_of_an_unreadable_folder_exits_2(tmp_path, capsys):
     (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "a.docx").write_bytes(b"x")
+    (tmp_path / "docs" / "a.docx").write_bytes(b"PK\x03\x04\x14\x00")
     assert main(["index", "build", str(tmp_path / "docs"), "--out", str(tmp_path / "idx")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0] == "rootweaver: skipped a.docx: unsupported type .docx"
