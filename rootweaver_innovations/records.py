@@ -15,7 +15,7 @@ from rootweaver_innovations.documents.corpus import Passage, Source, split_sente
 from rootweaver_innovations.text import fold_whitespace
 from rootweaver_innovations.retrieval.titles import id_titled
 
-__all__ = ["FACT_SEPARATOR", "MIN_OVERLAP_WORDS", "Fact", "facts_from_passages", "format_fact", "join_records",
+__all__ = ["FACT_SEPARATOR", "MIN_OVERLAP_WORDS", "Fact", "facts_from_passages", "format_fact", "join_records", "source_tag",
            "with_subjects"]
 
 FACT_SEPARATOR = " | "
@@ -25,6 +25,17 @@ MIN_OVERLAP_WORDS = 3  # fewer shared words at a record boundary are a coinciden
 def format_fact(title: str, sentence: str) -> str:
     """One fact line, ``"<title> | <sentence>"``; whitespace runs (newlines too) folded to a space."""
     return f"{fold_whitespace(title)}{FACT_SEPARATOR}{fold_whitespace(sentence)}"
+
+
+def source_tag(source: Source | None) -> str:
+    """What a reader is told of a document's origin on each of its lines: ``" [<source>,
+    <published date>]"`` from its front matter (either part alone when the other is missing;
+    the date as ``YYYY-MM-DD``), ``""`` when it has neither."""
+    meta = source.meta if source is not None else None
+    if meta is None:
+        return ""
+    parts = [p for p in (meta.source, meta.published[:10] if meta.published else None) if p]
+    return f" [{', '.join(parts)}]" if parts else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +53,8 @@ class Fact:
 
     Derived once at construction (not compared, not in ``repr``): ``body``, the sentence with
     whitespace runs folded to one space, and ``line``, the fact as one context line,
-    ``"<title> | <body>"`` (:func:`format_fact`). Under an id title (a reader gains nothing from
+    ``"<title> | <body>"`` (:func:`format_fact`; a document's title followed by its
+:func:`source_tag`, e.g. ``"Amazon sellers sound off ... [CNBC, 2023-10-06] | <body>"``). Under an id title (a reader gains nothing from
     ``doc-3f2a.txt`` and the budget would pay for it on every line) it is ``"<subject> | <body>"``,
     or ``body`` alone when there is no subject or the sentence names it in its first words.
     A field of the wrong type, a negative index, hop or rank, or a score that is not a finite
@@ -72,7 +84,7 @@ class Fact:
         body = fold_whitespace(self.sentence)
         object.__setattr__(self, "body", body)
         if not self.id_title:
-            line = format_fact(self.title, body)
+            line = format_fact(self.title + source_tag(self.source), body)
         elif self.subject and self.subject.lower() not in body[: len(self.subject) + 20].lower():
             line = format_fact(self.subject, body)
         else:

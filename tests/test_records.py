@@ -75,3 +75,14 @@ def test_a_subject_labels_the_lines_of_an_id_titled_file_that_do_not_name_it():
     assert with_subjects(facts, {}) == facts and [f.line for f in with_subjects(facts, {"c.txt": ""})][0] == facts[0].line
     with pytest.raises(ValueError, match="subject"):
         Fact("p", "t.txt", "x", 0, id_title=True, subject=3)
+
+
+def test_a_document_with_front_matter_tells_the_reader_its_source_and_date():
+    from rootweaver_innovations.documents.corpus import DocumentMeta, Source
+    from rootweaver_innovations.records import source_tag
+
+    meta = DocumentMeta(title="Sellers sound off", source="CNBC", published="2023-10-06T21:31:00+00:00")
+    fact = Fact("a.md#0", "Sellers sound off", "Zapolsky said so.", 0, source=Source("a.md", (), 0, None, None, meta))
+    assert fact.line == "Sellers sound off [CNBC, 2023-10-06] | Zapolsky said so."
+    assert source_tag(Source("b.md", (), 0, None, None, DocumentMeta(source="The Verge"))) == " [The Verge]"
+    assert source_tag(Source("c.md", (), 0, None, None)) == "" and source_tag(None) == ""
