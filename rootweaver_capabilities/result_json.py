@@ -60,7 +60,8 @@ def result_record(res: MultiHopResult, *, detail: bool = False) -> dict[str, Any
     comp = res.compaction
     dropped = comp.dropped_lines() if comp is not None else ()
     out: dict[str, Any] = {
-        "hops": [{"sub_query": h.sub_query, "retrieved_ids": list(h.retrieved_ids)} for h in res.hops],
+        "hops": [{"sub_query": h.sub_query, "reason": h.reason, "retrieved_ids": list(h.retrieved_ids)}
+                 for h in res.hops],
         "hop_count": res.hop_count,
         "stop_reason": res.stop_reason,
         "full_context_chars": res.full_context_chars,

@@ -29,7 +29,8 @@ def test_an_index_built_plain_is_asked_plain_and_refused_as_wikipedia(tmp_path, 
     assert main(["index", "info", str(out)]) == 0
     assert "conventions: plain  fingerprint " in capsys.readouterr().out
     assert main(["ask", QUESTION, "--index", str(out), "--json", "--reader", "none"]) == 0
-    assert json.loads(capsys.readouterr().out)["hops"]
+    hops = json.loads(capsys.readouterr().out)["hops"]
+    assert hops[0]["reason"] == "question" and all(h["reason"] for h in hops)  # why each hop was taken
     assert main(["ask", QUESTION, "--index", str(out), "--json", "--reader", "none", "--conventions", "wikipedia"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "index built with conventions 'plain', asked with 'wikipedia'" in err[0]
