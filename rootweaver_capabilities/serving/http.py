@@ -65,6 +65,7 @@ class AskRequest(BaseModel):
 
 class HopRecord(BaseModel):
     sub_query: str
+    reason: str
     retrieved_ids: list[str]
 
 

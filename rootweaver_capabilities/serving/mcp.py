@@ -42,9 +42,10 @@ TOOL_DESCRIPTION = ("Answer a question that needs facts from several documents: 
 
 
 class HopTrail(BaseModel):
-    """One hop: the sub-query issued and the ids of the passages it added."""
+    """One hop: the sub-query issued, why it was taken and the ids of the passages it added."""
 
     sub_query: str
+    reason: str
     retrieved_ids: list[str]
 
 
