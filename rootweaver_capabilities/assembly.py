@@ -91,8 +91,9 @@ def build_synthesizer(config: MultiHopConfig, compactor: Compactor | None = None
     :class:`~rootweaver_capabilities.readers.synthesizer.LLMSynthesizer` on the embedded model for ``local`` or
     on the endpoint for ``openai``, fitting its window with ``compactor`` (default: the configured
     strategy, :func:`build_compactor`). ``ValueError`` (one line, with the install command) when
-    ``local`` is asked for but llama-cpp-python is not installed. The extractive answer reads
-    comparisons under ``conventions`` (``config.conventions`` or the default when ``None``)."""
+    ``local`` is asked for but llama-cpp-python is not installed. The reader's prompt and the
+    extractive answer read comparisons under ``conventions`` (``config.conventions`` or the
+    default when ``None``)."""
     cfg = config.llm
     if cfg.provider == "none":
         return extractive_under(conventions or get_conventions(config.conventions or DEFAULT_CONVENTIONS))
@@ -113,7 +114,8 @@ def build_synthesizer(config: MultiHopConfig, compactor: Compactor | None = None
             context_window=cfg.context_window, max_tokens=cfg.max_tokens,
         )
     return LLMSynthesizer(client, mode=cfg.mode,
-                          compactor=compactor if compactor is not None else build_compactor(config.compaction))
+                          compactor=compactor if compactor is not None else build_compactor(config.compaction),
+                          conventions=conventions or get_conventions(config.conventions or DEFAULT_CONVENTIONS))
 
 
 def build_rag(

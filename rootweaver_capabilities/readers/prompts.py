@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from rootweaver_innovations.conventions.base import Conventions
 from rootweaver_innovations.conventions.registry import default_conventions
 from rootweaver_innovations.compaction.synth_context import SynthContext
 from rootweaver_innovations.loop.multihop import Answer
@@ -101,26 +102,29 @@ def number_facts(context: SynthContext) -> NumberedContext:
     return NumberedContext("\n".join(f"{i}: {f.line}" for i, f in enumerate(facts, start=1)), facts)
 
 
-def _ask(question: str) -> str:
-    """The question line, and for a choice question (the conventions' ``choice_options``) a
-    line naming its two options: without it the small reader sometimes answers with neither."""
-    options = default_conventions().choice_options(question)
+def _ask(question: str, conventions: Conventions | None) -> str:
+    """The question line, and for a choice question (``conventions.choice_options``, the
+    default member's when ``None``) a line naming its two options: without it the small reader
+    sometimes answers with neither."""
+    options = (conventions or default_conventions()).choice_options(question)
     hint = f"\nThe answer is one of: {options[0]}; {options[1]}." if options else ""
     return f"Question: {question}{hint}"
 
 
-def answer_only_messages(question: str, context: SynthContext) -> list[dict[str, str]]:
+def answer_only_messages(question: str, context: SynthContext,
+                         conventions: Conventions | None = None) -> list[dict[str, str]]:
     """Answer mode's prompt: the synth context's text as rendered (hop headers included)."""
     return [
         {"role": "system", "content": ANSWER_SYSTEM},
-        {"role": "user", "content": f"Context:\n{context.text}\n\n{_ask(question)}\nAnswer:"},
+        {"role": "user", "content": f"Context:\n{context.text}\n\n{_ask(question, conventions)}\nAnswer:"},
     ]
 
 
-def evidence_messages(question: str, numbered: NumberedContext) -> list[dict[str, str]]:
+def evidence_messages(question: str, numbered: NumberedContext,
+                      conventions: Conventions | None = None) -> list[dict[str, str]]:
     return [
         {"role": "system", "content": EVIDENCE_SYSTEM},
-        {"role": "user", "content": f"Context:\n{numbered.text}\n\n{_ask(question)}\nJSON:"},
+        {"role": "user", "content": f"Context:\n{numbered.text}\n\n{_ask(question, conventions)}\nJSON:"},
     ]
 
 
@@ -245,13 +249,14 @@ class EvidenceOutcome:
 
 
 def ask_with_evidence(
-    complete: Callable[[list[dict[str, str]]], str], question: str, numbered: NumberedContext
+    complete: Callable[[list[dict[str, str]]], str], question: str, numbered: NumberedContext,
+    conventions: Conventions | None = None,
 ) -> EvidenceOutcome:
     """Ask once; on a malformed reply ask again with the reply and a correction appended.
 
     ``complete`` maps messages to the reply text (errors from it propagate).
     """
-    messages = evidence_messages(question, numbered)
+    messages = evidence_messages(question, numbered, conventions)
     first = complete(messages)
     try:
         parsed = parse_evidence_reply(first)

@@ -10,6 +10,7 @@ from rootweaver_innovations.compaction.budget import Budget
 from rootweaver_innovations.compaction.line import CompactionRequest
 from rootweaver_innovations.compaction.strategies import DEFAULT_STRATEGY, Compactor, make_compactor
 from rootweaver_innovations.compaction.synth_context import SynthContext
+from rootweaver_innovations.conventions.base import Conventions
 
 from rootweaver_capabilities.readers.chat import ChatClient, ChatPacket
 from rootweaver_capabilities.readers.deadline import request_deadline
@@ -47,6 +48,8 @@ class LLMSynthesizer:
     ``context_window - max_tokens`` the synth context is compacted again by ``compactor`` (the
     configured strategy; the default strategy when none is given) under a token budget scaled
     by the overflow, until it fits. A prompt that cannot fit even with an empty context is not sent.
+    A choice question's two options are named in the prompt as ``conventions`` read them (the
+    default member when ``None``).
 
     Every call runs under one deadline of ``client.timeout_s`` (counting, the evidence
     retry and every attempt included). Any :class:`LLMError` degrades the call to
@@ -62,6 +65,7 @@ class LLMSynthesizer:
     max_tokens: int | None = None
     json_mode: bool = False
     compactor: Compactor | None = None
+    conventions: Conventions | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -82,8 +86,8 @@ class LLMSynthesizer:
     def _messages(self, question: str, context: SynthContext) -> tuple[list[dict[str, str]], NumberedContext | None]:
         if self.mode == MODE_EVIDENCE:
             numbered = number_facts(context)
-            return evidence_messages(question, numbered), numbered
-        return answer_only_messages(question, context), None
+            return evidence_messages(question, numbered, self.conventions), numbered
+        return answer_only_messages(question, context, self.conventions), None
 
     def fit(self, question: str, context: SynthContext) -> tuple[SynthContext, int]:
         """``(context, prompt_tokens)``: the synth context compacted again until the prompt fits
@@ -136,7 +140,7 @@ class LLMSynthesizer:
                 common = dict(reader=self.reader, prompt_tokens=tokens, context_chars=len(context.text))
                 messages, numbered = self._messages(question, context)
                 if numbered is not None:
-                    outcome = ask_with_evidence(self._complete, question, numbered)
+                    outcome = ask_with_evidence(self._complete, question, numbered, self.conventions)
                     if outcome.malformed:
                         last = next((r.strip() for r in reversed(outcome.replies) if r.strip()), "")
                         return ReaderAnswer(text=last, method=f"{tag} (malformed reply)", **common)
@@ -144,7 +148,7 @@ class LLMSynthesizer:
                                         method=tag, **common)
                 return ReaderAnswer(text=parse_answer_only(self._complete(messages)), method=tag, **common)
         except LLMError as exc:
-            fallback = extractive_answer(question, given.facts)
+            fallback = extractive_answer(question, given.facts, self.conventions)
             return ReaderAnswer(
                 text=fallback.text, citations=fallback.citations,
                 method=f"extractive (reader failed: {exc.kind})", reader=self.reader, error_kind=exc.kind,

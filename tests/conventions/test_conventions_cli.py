@@ -47,3 +47,15 @@ def test_the_config_key_takes_a_registered_name_or_null():
     assert MultiHopConfig.from_mapping({"conventions": "plain"}).conventions == "plain"
     with pytest.raises(ValueError, match=r"c\.yaml: key 'conventions' .*'news'"):
         MultiHopConfig.from_mapping({"conventions": "news"}, source="c.yaml")
+
+
+def test_the_readers_prompt_names_a_choice_questions_options_only_under_wikipedia():
+    from rootweaver_capabilities.readers.prompts import answer_only_messages
+    from rootweaver_innovations.compaction.synth_context import SynthContext
+    from rootweaver_innovations.conventions.registry import get_conventions
+
+    question, context = "Which is older, Dune or Emma?", SynthContext((), ())
+    shown = {name: answer_only_messages(question, context, get_conventions(name))[-1]["content"]
+             for name in ("wikipedia", "plain")}
+    assert "The answer is one of: Dune; Emma." in shown["wikipedia"]
+    assert "The answer is one of" not in shown["plain"]
