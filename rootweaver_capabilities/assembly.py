@@ -60,7 +60,7 @@ def build_retriever(cfg: RetrieverConfig, on_skip: Callable[[SkippedFile], None]
                 "%s has no title index (built before rootweaver saved one): the loop indexes every title "
                 "at start; rebuild it with `rootweaver index build` to start fast", cfg.index)
         return index.retriever()
-    member = get_conventions(conventions or DEFAULT_CONVENTIONS)
+    member = _named(conventions)
     if cfg.corpus is not None and Path(cfg.corpus).is_dir():
         from rootweaver_innovations.documents.folders import load_documents
 
@@ -77,7 +77,12 @@ def retriever_conventions(retriever: Retriever, config: MultiHopConfig) -> Conve
     """The conventions a loop over ``retriever`` reads its corpus under: those it was built with
     (an index's, or an in-memory corpus's), else ``config.conventions``, else the default."""
     built = getattr(retriever, "conventions", None)
-    return built if built is not None else get_conventions(config.conventions or DEFAULT_CONVENTIONS)
+    return built if built is not None else _named(config.conventions)
+
+
+def _named(name: str | None) -> Conventions:
+    """The conventions registered as ``name``; the default member for ``None``."""
+    return get_conventions(name or DEFAULT_CONVENTIONS)
 
 
 def build_compactor(cfg: CompactionConfig) -> Compactor:
@@ -94,9 +99,9 @@ def build_synthesizer(config: MultiHopConfig, compactor: Compactor | None = None
     ``local`` is asked for but llama-cpp-python is not installed. The reader's prompt and the
     extractive answer read comparisons under ``conventions`` (``config.conventions`` or the
     default when ``None``)."""
-    cfg = config.llm
+    cfg, conventions = config.llm, conventions or _named(config.conventions)
     if cfg.provider == "none":
-        return extractive_under(conventions or get_conventions(config.conventions or DEFAULT_CONVENTIONS))
+        return extractive_under(conventions)
     from rootweaver_capabilities.readers.openai_client import OpenAIChatClient
     from rootweaver_capabilities.readers.synthesizer import LLMSynthesizer
 
@@ -115,7 +120,7 @@ def build_synthesizer(config: MultiHopConfig, compactor: Compactor | None = None
         )
     return LLMSynthesizer(client, mode=cfg.mode,
                           compactor=compactor if compactor is not None else build_compactor(config.compaction),
-                          conventions=conventions or get_conventions(config.conventions or DEFAULT_CONVENTIONS))
+                          conventions=conventions)
 
 
 def build_rag(

@@ -53,7 +53,7 @@ from rootweaver_innovations.documents.folders import (
     iter_document_passages,
     passage_record,
 )
-from rootweaver_innovations.retrieval.titles import TITLE_FILES, TitleArrays, TitleBatch, file_subjects, last_file_subject, passage_keys
+from rootweaver_innovations.retrieval.titles import TITLE_FILES, TitleArrays, TitleBatch, last_file_subject, passage_keys
 from rootweaver_innovations.retrieval.bm25_matrix import IDFS, Vocabulary, count_chunk, scatter_scores
 from rootweaver_innovations.retrieval.manifest import (
     ALL_FILES,
@@ -67,7 +67,7 @@ from rootweaver_innovations.retrieval.manifest import (
     index_fingerprint,
     sha256_of,
 )
-from rootweaver_innovations.retrieval.tokens import passage_tokens, tokenizer_settings
+from rootweaver_innovations.retrieval.tokens import corpus_tokens, tokenizer_settings
 
 __all__ = ["BuildProgress", "build_index"]
 
@@ -261,7 +261,7 @@ def _parse_chunk(corpus: Path, numbered: list[tuple[int, bytes]], conventions: s
         linenos.append(lineno)
         lines.append(line if line.endswith(b"\n") else line + b"\n")
         passages.append(p)
-    tokens = [passage_tokens(p, subject) for p, (_title, subject) in zip(passages, file_subjects(passages, member, carry))]
+    tokens = list(corpus_tokens(passages, member, carry))
     vocab = Vocabulary()
     term, doc, tf, lengths = count_chunk(tokens, vocab, 0)
     keys = TitleBatch.from_keys([passage_keys(p, member) for p in passages], 0)

@@ -31,9 +31,12 @@ def passage_tokens(passage: Passage, subject: str = "") -> list[str]:
     return bm25_tokenize(f"{subject} {passage.title} {passage.text}") or [EMPTY_TOKEN]
 
 
-def corpus_tokens(passages: Sequence[Passage], conventions: Conventions) -> Iterator[list[str]]:
-    """:func:`passage_tokens` of each of ``passages``, with its file's subject under ``conventions``."""
-    for p, (_title, subject) in zip(passages, file_subjects(passages, conventions)):
+def corpus_tokens(passages: Sequence[Passage], conventions: Conventions,
+                  carry: tuple[str, str] = ("", "")) -> Iterator[list[str]]:
+    """:func:`passage_tokens` of each of ``passages``, with its file's subject under ``conventions``;
+    ``carry`` is the run of records the passages continue (as
+    :func:`~rootweaver_innovations.retrieval.titles.file_subjects` takes it)."""
+    for p, (_title, subject) in zip(passages, file_subjects(passages, conventions, carry)):
         yield passage_tokens(p, subject)
 
 
