@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -60,3 +61,12 @@ def write_config(tmp: Path, **service) -> Path:
     lines = ["llm:", "  provider: none", "service:"] + [f"  {k}: {v}" for k, v in service.items()]
     path.write_text("\n".join(lines if service else lines[:2]) + "\n")
     return path
+
+
+def sse_events(text: str) -> list[tuple[str, dict]]:
+    """``(event, data)`` of each Server-Sent Event in ``text`` (one ``data`` line each)."""
+    out = []
+    for block in text.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines())
+        out.append((fields["event"], json.loads(fields["data"])))
+    return out

@@ -39,7 +39,7 @@ from rootweaver_capabilities.assembly import build_retriever, build_synthesizer
 from rootweaver_capabilities.capability import MultiHopCapability, RequestContext
 from rootweaver_capabilities.result_json import result_record
 
-__all__ = ["COMPACTION_CHOICES", "MAX_VARIANTS", "AskOptions", "Answerer", "Refusal"]
+__all__ = ["COMPACTION_CHOICES", "MAX_VARIANTS", "AskOptions", "Answerer", "Refusal", "internal_error"]
 
 COMPACTION_CHOICES = ("off", *strategy_names())
 MAX_VARIANTS = 8
@@ -69,6 +69,11 @@ class AskOptions:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300] or type(exc).__name__
+
+
+def internal_error(exc: BaseException) -> Refusal:
+    """The 500 for an exception nobody expected: its type and its message on one line."""
+    return Refusal(500, f"internal error: {type(exc).__name__}: {_one_line(exc)}")
 
 
 class Answerer:
@@ -189,7 +194,7 @@ class Answerer:
                 except ValueError as exc:  # the loop's own refusals (input caps): the request's fault
                     raise Refusal(422, _one_line(exc)) from None
                 except Exception as exc:  # noqa: BLE001 - reported as one line, the server keeps serving
-                    raise Refusal(500, f"internal error: {type(exc).__name__}: {_one_line(exc)}") from None
+                    raise internal_error(exc) from None
             if result is None:
                 raise Refusal(403, f"the capability is switched off for this request (flag "
                                    f"{capability.config.flags.capability_flag})")

@@ -5,7 +5,8 @@ Routes (JSON unless said otherwise):
 - ``POST /v1/ask`` ``{question, user_id?, session_id?, max_tokens?, compaction?}`` -> the
   ``rootweaver ask --json`` record (:class:`AskRecord`);
 - ``POST /v1/ask/stream``: the same as Server-Sent Events, one ``hop`` event per hop as it
-  is taken, then one ``answer`` event (the record) or one ``error`` event ``{status, error}``;
+  is taken, then one ``answer`` event (the record) or one ``error`` event ``{status, error}``
+  (:mod:`~rootweaver_capabilities.serving.stream`);
 - ``GET /healthz``: 200 once the index and the reader are loaded (they load before serving);
 - ``GET /metrics``: Prometheus text (this worker's registry); ``GET /openapi.json``.
 
@@ -22,8 +23,6 @@ past the request deadline, 403 when the capability flag is off; see
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -37,10 +36,9 @@ from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from rootweaver_innovations.loop.multihop import Hop
-
 from rootweaver_capabilities.serving.answerer import COMPACTION_CHOICES, Answerer, AskOptions, Refusal
 from rootweaver_capabilities.serving.auth import ApiKeyGate, redact_logs
+from rootweaver_capabilities.serving.stream import open_stream
 from rootweaver_capabilities.config import MultiHopConfig
 from rootweaver_capabilities.metrics import Metrics
 from rootweaver_capabilities.assembly import build_synthesizer
@@ -193,14 +191,6 @@ class _BodyLimit:
 _ROUTES = ("/v1/ask", "/v1/ask/stream", "/healthz", "/metrics", "/openapi.json")
 
 
-def _hop_event(index: int, hop: Hop) -> dict[str, Any]:
-    return {"hop": index, "sub_query": hop.sub_query, "retrieved_ids": list(hop.retrieved_ids), "reason": hop.reason}
-
-
-def _sse(event: str, data: dict[str, Any]) -> bytes:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
-
-
 def create_app(config: MultiHopConfig, api_keys: Sequence[str] = ()) -> FastAPI:
     """The service for ``config``; the index and the reader load in its start-up (lifespan).
     With ``api_keys`` every route but the public ones needs one of them, and they are scrubbed
@@ -252,38 +242,12 @@ def create_app(config: MultiHopConfig, api_keys: Sequence[str] = ()) -> FastAPI:
 
     @app.post("/v1/ask/stream", responses={200: {"content": {"text/event-stream": {}}}, **errors})
     async def ask_stream(body: AskRequest) -> StreamingResponse:
-        """Server-Sent Events: ``hop`` per hop as it happens, then ``answer`` (or ``error``)."""
-        answerer = state["answerer"]
-        loop = asyncio.get_running_loop()
-        events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        hops = [0]
-
-        def on_hop(hop: Hop) -> None:  # in the answer thread
-            hops[0] += 1
-            loop.call_soon_threadsafe(events.put_nowait, ("hop", _hop_event(hops[0], hop)))
-
-        future = answerer.submit(body.question, AskOptions(body.max_tokens, body.compaction),
-                                 user_id=body.user_id, session_id=body.session_id, on_hop=on_hop)
-        done = asyncio.ensure_future(answerer.wait(future))
-
-        async def stream() -> AsyncIterator[bytes]:
-            while True:
-                getter = asyncio.ensure_future(events.get())
-                await asyncio.wait({getter, done}, return_when=asyncio.FIRST_COMPLETED)
-                if getter.done():
-                    kind, data = getter.result()
-                    yield _sse(kind, data)
-                    continue
-                getter.cancel()
-                while not events.empty():  # hops reported just before the answer
-                    yield _sse(*events.get_nowait())
-                try:
-                    yield _sse("answer", done.result())
-                except Refusal as exc:
-                    yield _sse("error", {"status": exc.status, "error": exc.message})
-                return
-
-        return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+        """Server-Sent Events: ``hop`` per hop as it is taken, then ``answer`` (the record of
+        ``/v1/ask``) or ``error`` (``{status, error}``)."""
+        events = open_stream(state["answerer"], body.question, AskOptions(body.max_tokens, body.compaction),
+                             user_id=body.user_id, session_id=body.session_id)
+        return StreamingResponse(events, media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     @app.get("/healthz")
     async def healthz() -> JSONResponse:

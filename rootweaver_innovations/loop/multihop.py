@@ -286,7 +286,7 @@ class MultiHopRAG:
                 break
             rows.update((p.id, row) for row, p in passages)
             facts.extend(facts_from_passages([p for _, p in passages], hop=len(hops), sub_query=sub_query))
-            hops.append(Hop(sub_query, tuple(p.id for _, p in passages), why))
+            hops.append(Hop(sub_query, tuple(p.id for _, p in passages), why, tuple(p.title for _, p in passages)))
             if on_hop is not None:
                 on_hop(hops[-1])
         facts = as_files(self.title_index, facts, rows, question)

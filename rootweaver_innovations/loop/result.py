@@ -53,11 +53,13 @@ class Synthesizer(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Hop:
-    """One loop iteration: the sub-query issued, the ids of the new passages it added, and why."""
+    """One loop iteration: the sub-query issued, the ids of the new passages it added, why,
+    and those passages' titles (same order as the ids)."""
 
     sub_query: str
     retrieved_ids: tuple[str, ...]
     reason: str = ""
+    titles: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

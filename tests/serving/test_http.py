@@ -22,7 +22,7 @@ from rootweaver_capabilities.serving.answerer import MAX_VARIANTS, Answerer, Ask
 from rootweaver_capabilities.config import MultiHopConfig
 from rootweaver_innovations.answer_rules.extractive import extractive_synthesizer
 from rootweaver_innovations.loop.multihop import Answer
-from servers import DEMO, REPO, free_port, start, stop, write_config
+from servers import DEMO, REPO, free_port, sse_events, start, stop, write_config
 
 
 @pytest.fixture(scope="module")
@@ -102,14 +102,6 @@ def test_concurrent_answers_equal_sequential(server, golden_questions):
     assert all(record == sequential[q] for q, record in results)
 
 
-def sse_events(text: str) -> list[tuple[str, dict]]:
-    out = []
-    for block in text.strip().split("\n\n"):
-        fields = dict(line.split(": ", 1) for line in block.splitlines())
-        out.append((fields["event"], json.loads(fields["data"])))
-    return out
-
-
 def test_stream_sends_each_hop_then_the_answer(server):
     with httpx.stream("POST", f"{server}/v1/ask/stream", json={"question": DEMO}, timeout=30) as r:
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
@@ -117,10 +109,23 @@ def test_stream_sends_each_hop_then_the_answer(server):
     kinds = [k for k, _ in events]
     record = httpx.post(f"{server}/v1/ask", json={"question": DEMO}, timeout=30).json()
     assert kinds == ["hop"] * record["hop_count"] + ["answer"]
-    assert [(d["sub_query"], d["retrieved_ids"]) for _, d in events[:-1]] == [
-        (h["sub_query"], h["retrieved_ids"]) for h in record["hops"]]
+    assert [(d["sub_query"], d["reason"], d["retrieved_ids"]) for _, d in events[:-1]] == [
+        (h["sub_query"], h["reason"], h["retrieved_ids"]) for h in record["hops"]]
     assert [d["hop"] for _, d in events[:-1]] == list(range(1, record["hop_count"] + 1))
     assert events[-1][1] == record
+
+
+def test_a_client_that_leaves_mid_stream_does_not_hurt_the_server(server):
+    for _ in range(3):
+        with httpx.stream("POST", f"{server}/v1/ask/stream", json={"question": DEMO}, timeout=30) as r:
+            first = next(r.iter_bytes())
+        assert first.startswith(b"event: hop\n")  # then the connection is dropped
+    deadline = time.monotonic() + 10
+    while (health := httpx.get(f"{server}/healthz").json())["in_flight"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert health["status"] == "ok" and health["in_flight"] == 0
+    with httpx.stream("POST", f"{server}/v1/ask/stream", json={"question": DEMO}, timeout=30) as r:
+        assert sse_events(r.read().decode())[-1][0] == "answer"
 
 
 def test_healthz_metrics_openapi(server):
