@@ -281,8 +281,8 @@ class ServiceConfig:
     retry_after_s: int = knob(1, "int", "Seconds sent in Retry-After with a 503.", check=positive,
                               rule="must be >= 1")
     metrics_public: bool = knob(False, "bool", "Serve GET /metrics without the API key (a scraper inside a "
-                                "trusted network); every other route but /healthz still needs the key when one "
-                                "is set.")
+                                "trusted network); every other route but /healthz and the page (/, /static/) still "
+                                "needs the key when one is set.")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

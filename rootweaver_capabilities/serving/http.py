@@ -7,11 +7,14 @@ Routes (JSON unless said otherwise):
 - ``POST /v1/ask/stream``: the same as Server-Sent Events, one ``hop`` event per hop as it
   is taken, then one ``answer`` event (the record) or one ``error`` event ``{status, error}``
   (:mod:`~rootweaver_capabilities.serving.stream`);
-- ``GET /healthz``: 200 once the index and the reader are loaded (they load before serving);
+- ``GET /``: the page that asks the stream and shows why (:mod:`~rootweaver_capabilities.serving.page`),
+  its files under ``/static/``;
+- ``GET /healthz``: 200 once the index and the reader are loaded (they load before serving),
+  with ``auth`` ``"bearer"`` when a key is needed;
 - ``GET /metrics``: Prometheus text (this worker's registry); ``GET /openapi.json``.
 
-With API keys (:mod:`~rootweaver_capabilities.serving.auth`) every route but ``GET /healthz``
-needs ``Authorization: Bearer <key>`` (``/metrics`` too, unless ``service.metrics_public``);
+With API keys (:mod:`~rootweaver_capabilities.serving.auth`) every route but ``GET /healthz``,
+the page and its files needs ``Authorization: Bearer <key>`` (``/metrics`` too, unless ``service.metrics_public``);
 a missing or wrong key is 401.
 
 Every error is ``{"error": "<one line>"}``: 422 malformed JSON or a wrong field (naming it),
@@ -38,6 +41,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rootweaver_capabilities.serving.answerer import COMPACTION_CHOICES, Answerer, AskOptions, Refusal
 from rootweaver_capabilities.serving.auth import ApiKeyGate, redact_logs
+from rootweaver_capabilities.serving.page import add_page
 from rootweaver_capabilities.serving.stream import open_stream
 from rootweaver_capabilities.config import MultiHopConfig
 from rootweaver_capabilities.metrics import Metrics
@@ -188,7 +192,7 @@ class _BodyLimit:
         await self.app(scope, receive, send)
 
 
-_ROUTES = ("/v1/ask", "/v1/ask/stream", "/healthz", "/metrics", "/openapi.json")
+_ROUTES = ("/", "/v1/ask", "/v1/ask/stream", "/healthz", "/metrics", "/openapi.json")
 
 
 def create_app(config: MultiHopConfig, api_keys: Sequence[str] = ()) -> FastAPI:
@@ -256,13 +260,15 @@ def create_app(config: MultiHopConfig, api_keys: Sequence[str] = ()) -> FastAPI:
         if answerer is None:
             return JSONResponse({"status": "starting"}, status_code=503)
         return JSONResponse({"status": "ok", "pid": os.getpid(), "reader": config.llm.provider,
-                             "index": config.retriever.index, "in_flight": answerer.in_flight})
+                             "index": config.retriever.index, "in_flight": answerer.in_flight,
+                             "auth": "bearer" if api_keys else "none"})
 
     @app.get("/metrics", response_class=PlainTextResponse)
     async def prometheus() -> PlainTextResponse:
         """This worker's Prometheus metrics (capability series and HTTP responses)."""
         return PlainTextResponse(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
+    add_page(app)
     return app
 
 

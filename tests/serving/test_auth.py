@@ -229,7 +229,8 @@ def test_every_route_but_health_needs_the_key(client, method, path):
 
 def test_health_is_open_and_the_key_opens_the_rest(client):
     assert client.get("/healthz").json()["status"] == "ok"
-    assert client.get("/").status_code == 404 and client.get("/static/app.js").status_code == 404  # public, not there
+    assert client.get("/").status_code == 200 and client.get("/static/page.js").status_code == 200  # the page
+    assert client.get("/static/app.js").json() == {"error": "Not Found"}  # public, not there
     for key in (KEY, OTHER_KEY):
         r = client.post("/v1/ask", json={"question": DEMO}, headers=bearer(key))
         assert r.status_code == 200 and r.json()["hop_count"] >= 1
