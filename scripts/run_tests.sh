@@ -4,9 +4,11 @@
 #   2. start the real servers the integration tests need (Unleash + PostgreSQL on
 #      127.0.0.1:4242, llama.cpp's OpenAI-compatible server with SmolLM2-135M on
 #      127.0.0.1:8765), two Sphinx searchd nodes (scripts/sphinx_up.sh, 127.0.0.1:9306/9406),
-#      run `pytest -m integration` (the Ray tests start their own two-node cluster in a
-#      loopback-only namespace, scripts/ray_local_cluster.sh), stop them all by PID.
-# Non-interactive; needs root (apt-get for PostgreSQL) on a fresh machine.
+#      install Debian's chromium for the page's browser test (Playwright drives it; the
+#      package comes with the extra `page-test`), run `pytest -m integration` (the Ray tests
+#      start their own two-node cluster in a loopback-only namespace, scripts/ray_local_cluster.sh;
+#      the page test its own `serve --http`), stop them all by PID.
+# Non-interactive; needs root (apt-get for PostgreSQL and chromium) on a fresh machine.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -35,5 +37,10 @@ bash scripts/sphinx_up.sh
 # shellcheck disable=SC1091
 source "${SPHINX_STATE_DIR:-$ROOT/.cache/sphinx}/env"
 export SPHINXQL_HOSTS SPHINXQL_NODES SPHINXQL_INDEX SPHINX_STATE_DIR
+
+if [ ! -x /usr/bin/chromium ]; then  # Playwright cannot download a browser here: Debian's is used
+  DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium </dev/null >/dev/null
+fi
 
 "$PY" -m pytest -m integration -q -p no:cacheprovider
