@@ -1,6 +1,6 @@
 """`GET /`: the page and its files are public, same-origin only, shipped as package data; the
 page learns from `/healthz` whether to ask for a key. The browser itself is driven in
-`tests/integration/test_page.py`."""
+`tests/integration/test_page_browser.py`."""
 
 from __future__ import annotations
 
