@@ -22,8 +22,10 @@ def _citation(f: Fact) -> dict[str, Any]:
                            "sentence": f.body}
     if f.source is not None:
         out["source"] = {"path": f.source.path, "headings": list(f.source.headings), "position": f.source.position}
-        if f.source.meta is not None:
-            out["source"]["meta"] = f.source.meta.to_json()
+        if f.meta is not None:
+            out["source"]["meta"] = f.meta.to_json()
+    elif f.meta is not None:
+        out["meta"] = f.meta.to_json()
     return out
 
 
@@ -32,8 +34,9 @@ def answer_record(answer: Answer | None) -> dict[str, Any] | None:
     "prompt_tokens"}`` of one answer (this request's own outcome; ``cited_lines`` the cited
     facts' context lines, ``citations`` the same facts as ``{passage_id, title,
     sentence_index, sentence}``, plus ``source`` ``{path, headings, position}`` for a chunk of a
-    document, with ``meta`` (its front matter: title, source, published, author, url, extra)
-    when it has one; ``reader`` the model asked, ``"none"`` when no model was
+    document, with ``meta`` (its metadata: title, source, published, author, url, extra)
+    when it has any, and ``meta`` beside them for a JSONL record with metadata of its own;
+    ``reader`` the model asked, ``"none"`` when no model was
     (extractive or computed answers); ``error_kind`` ``None`` unless the reader failed and the
     answer degraded to the extractive one); ``None`` without a synthesizer."""
     if answer is None:

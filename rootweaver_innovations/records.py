@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from rootweaver_innovations.documents.corpus import Passage, Source, split_sentences
+from rootweaver_innovations.documents.metadata import DocumentMeta
 from rootweaver_innovations.text import fold_whitespace
 from rootweaver_innovations.retrieval.titles import id_titled
 
@@ -27,11 +28,10 @@ def format_fact(title: str, sentence: str) -> str:
     return f"{fold_whitespace(title)}{FACT_SEPARATOR}{fold_whitespace(sentence)}"
 
 
-def source_tag(source: Source | None) -> str:
+def source_tag(meta: DocumentMeta | None) -> str:
     """What a reader is told of a document's origin on each of its lines: ``" [<source>,
-    <published date>]"`` from its front matter (either part alone when the other is missing;
-    the date as ``YYYY-MM-DD``), ``""`` when it has neither."""
-    meta = source.meta if source is not None else None
+    <published date>]"`` from its metadata ``meta`` (either part alone when the other is
+    missing; the date as ``YYYY-MM-DD``), ``""`` when it has neither."""
     if meta is None:
         return ""
     parts = [p for p in (meta.source, meta.published[:10] if meta.published else None) if p]
@@ -47,7 +47,8 @@ class Fact:
     run's joined text), ``hop`` the 0-based loop iteration that retrieved it,
     ``sub_query`` the query that hop issued, ``rank`` the passage's 0-based place among the
     hop's new passages and ``score`` the retriever's score for it. ``source`` is the passage's
-    provenance when it is a chunk of a document (not compared). ``id_title``: the title is an
+    provenance when it is a chunk of a document (not compared); ``meta`` the metadata of its
+    document or record (a chunk's, when not given, its source's; not compared). ``id_title``: the title is an
     id that names nothing (:func:`~rootweaver_innovations.retrieval.titles.id_titled`; not compared);
     ``subject``: then the name its file is about, when known (:func:`with_subjects`; not compared).
 
@@ -72,6 +73,7 @@ class Fact:
     source: Source | None = field(default=None, repr=False, compare=False)
     id_title: bool = field(default=False, repr=False, compare=False)
     subject: str = field(default="", repr=False, compare=False)
+    meta: DocumentMeta | None = field(default=None, repr=False, compare=False)
     body: str = field(init=False, repr=False, compare=False)
     line: str = field(init=False, repr=False, compare=False)
 
@@ -83,8 +85,10 @@ class Fact:
             self._refuse()
         body = fold_whitespace(self.sentence)
         object.__setattr__(self, "body", body)
+        if self.meta is None and self.source is not None:
+            object.__setattr__(self, "meta", self.source.meta)
         if not self.id_title:
-            line = format_fact(self.title + source_tag(self.source), body)
+            line = format_fact(self.title + source_tag(self.meta), body)
         elif self.subject and self.subject.lower() not in body[: len(self.subject) + 20].lower():
             line = format_fact(self.subject, body)
         else:
@@ -126,7 +130,7 @@ def facts_from_passages(
     if len(score_list) != len(passages):
         raise ValueError(f"got {len(score_list)} scores for {len(passages)} passages")
     return [
-        Fact(p.id, p.title, s, j, hop, sub_query, rank, float(score), p.source, id_title)
+        Fact(p.id, p.title, s, j, hop, sub_query, rank, float(score), p.source, id_title, meta=p.meta)
         for rank, (p, score) in enumerate(zip(passages, score_list))
         for id_title in (id_titled(p),)
         for j, s in enumerate(p.sentences)
@@ -173,7 +177,7 @@ def join_records(facts: Sequence[Fact], after: Mapping[str, str]) -> list[Fact]:
             done.add(run[0])
             first = own[run[0]][0]
             out.extend(Fact(first.passage_id, first.title, s, j, f.hop, f.sub_query, f.rank, f.score, first.source,
-                            first.id_title)
+                            first.id_title, meta=first.meta)
                        for j, s in enumerate(split_sentences(_joined(own[m] for m in run), abbreviations=True)))
     return out
 
@@ -196,6 +200,6 @@ def with_subjects(facts: Sequence[Fact], subjects: Mapping[str, str]) -> list[Fa
     which a reader of a window in the middle of the file has no other way to know ("He won
     the 1921 Nobel Prize"). Only the line changes (see :class:`Fact`); other facts are kept."""
     return [Fact(f.passage_id, f.title, f.sentence, f.sentence_index, f.hop, f.sub_query, f.rank, f.score, f.source,
-                 True, subject)
+                 True, subject, f.meta)
             if f.id_title and (subject := subjects.get(f.title, "")) else f
             for f in facts]

@@ -84,5 +84,7 @@ def test_a_document_with_front_matter_tells_the_reader_its_source_and_date():
     meta = DocumentMeta(title="Sellers sound off", source="CNBC", published="2023-10-06T21:31:00+00:00")
     fact = Fact("a.md#0", "Sellers sound off", "Zapolsky said so.", 0, source=Source("a.md", (), 0, None, None, meta))
     assert fact.line == "Sellers sound off [CNBC, 2023-10-06] | Zapolsky said so."
-    assert source_tag(Source("b.md", (), 0, None, None, DocumentMeta(source="The Verge"))) == " [The Verge]"
-    assert source_tag(Source("c.md", (), 0, None, None)) == "" and source_tag(None) == ""
+    assert source_tag(DocumentMeta(source="The Verge")) == " [The Verge]"
+    assert source_tag(DocumentMeta(author="Ann")) == "" and source_tag(None) == ""
+    record = Fact("r1", "Sellers", "Zapolsky said so.", 0, meta=DocumentMeta(published="2023-10-06"))
+    assert record.line == "Sellers [2023-10-06] | Zapolsky said so." and record.source is None

@@ -88,13 +88,34 @@ def _cmd_index_info(args: argparse.Namespace) -> int:
           f"sha256 {m.corpus.sha256}")
     print(f"conventions: {m.conventions['name']}  fingerprint {m.conventions['fingerprint']}")
     for name, comp in m.components.items():
+        if name == "metadata":
+            continue
         params = ", ".join(f"{k}={v}" for k, v in comp.items() if k != "files")
         size = sum(sizes[f] or 0 for f in comp.get("files", ()))
         print(f"component {name}: {params}; {size / 2**20:,.1f} MiB on disk")
+    if "metadata" in m.components:
+        for line in _metadata_lines(m.components["metadata"]):
+            print(terminal_safe(line, one_line=True))
     missing = [f for f, n in sizes.items() if n is None]
     if missing:
         raise UsageError(f"{args.dir}: missing index files: {', '.join(missing)}; rebuild it")
     return 0
+
+
+def _metadata_lines(md: dict[str, Any]) -> list[str]:
+    """What the documents carry, in at most three lines: how many carry metadata and each
+    field, the sources most named (and how many there are), the span of published days."""
+    if not md["with_meta"]:
+        return [f"metadata: none of {md['documents']:,} documents carries any"]
+    fields = ", ".join(f"{k} {n:,}" for k, n in md["fields"].items())
+    lines = [f"metadata: {md['with_meta']:,} of {md['documents']:,} documents carry some ({fields})"]
+    if md["sources"]:
+        more = md["source_count"] - len(md["sources"])
+        named = ", ".join(f"{name} ({n:,})" for name, n in md["sources"].items())
+        lines.append(f"  sources: {named}" + (f" and {more:,} more" if more > 0 else ""))
+    if md["published"]:
+        lines.append(f"  published: {md['published']['first']} to {md['published']['last']}")
+    return lines
 
 
 def add_index_parser(sub: Any) -> None:
@@ -113,7 +134,8 @@ def add_index_parser(sub: Any) -> None:
     chunking_options(build)
     conventions_option(build)
     build.set_defaults(func=_cmd_index_build)
-    info = isub.add_parser("info", help="show an index's manifest (format, corpus, tokenizer, components)")
+    info = isub.add_parser("info", help="show an index's manifest (format, corpus, tokenizer, components) and "
+                                        "what metadata its documents carry")
     info.add_argument("dir", type=Path)
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.set_defaults(func=_cmd_index_info)

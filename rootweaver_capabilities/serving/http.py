@@ -77,11 +77,34 @@ class BudgetRecord(BaseModel):
     used: int
 
 
+class MetaRecord(BaseModel):
+    """A document's or record's metadata; only the fields it has are present."""
+
+    title: str | None = None
+    source: str | None = None
+    published: str | None = Field(None, description="ISO 8601 date, or date and time with its offset when known.")
+    author: str | None = None
+    url: str | None = None
+    extra: dict[str, str] | None = None
+
+
+class SourceRecord(BaseModel):
+    path: str
+    headings: list[str]
+    position: int
+    meta: MetaRecord | None = None
+
+
 class Citation(BaseModel):
+    """A cited fact; ``source`` for a chunk of a document, ``meta`` for a JSONL record with
+    metadata of its own (each present only then)."""
+
     passage_id: str
     title: str
     sentence_index: int
     sentence: str
+    source: SourceRecord | None = None
+    meta: MetaRecord | None = None
 
 
 class AnswerRecord(BaseModel):
@@ -238,7 +261,7 @@ def create_app(config: MultiHopConfig, api_keys: Sequence[str] = ()) -> FastAPI:
 
     errors = {code: {"model": ErrorRecord} for code in (403, 413, 422, 500, 503, 504)}
 
-    @app.post("/v1/ask", response_model=AskRecord, responses=errors)
+    @app.post("/v1/ask", response_model=AskRecord, response_model_exclude_unset=True, responses=errors)
     async def ask(body: AskRequest) -> dict[str, Any]:
         """Answer one question; the record of ``rootweaver ask --json``."""
         return await state["answerer"].ask(body.question, AskOptions(body.max_tokens, body.compaction),

@@ -1,28 +1,33 @@
 """Passages and the loaders that turn files into them.
 
-A user's corpus is JSONL, one ``{"id", "title", "text"}`` object per line, or a folder of
-files that :mod:`rootweaver_innovations.documents.folders` cuts into such passages. (The
-multi-hop dev sets the evals read are loaded by :mod:`evals.qa_rows`.)
+A user's corpus is JSONL, one ``{"id", "title", "text"}`` object per line (its other fields,
+``source``, ``published_at``, ``author``, ``url``..., are the record's
+:class:`~rootweaver_innovations.documents.metadata.DocumentMeta`), or a folder of files that
+:mod:`rootweaver_innovations.documents.folders` cuts into such passages. (The multi-hop dev
+sets the evals read are loaded by :mod:`evals.qa_rows`.)
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import logging
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rootweaver_innovations.defaults import MAX_RECORD_BYTES
+from rootweaver_innovations.documents.metadata import META_FIELDS, DocumentMeta, meta_of
 from rootweaver_innovations.text import MONTHS
 
 __all__ = [
     "MAX_RECORD_BYTES",
     "CorpusError",
     "DocumentMeta",
+    "FileNotice",
     "Passage",
     "Source",
     "bounded_lines",
@@ -31,6 +36,7 @@ __all__ = [
     "read_jsonl",
     "record_object",
     "split_sentences",
+    "warn_notice",
 ]
 
 
@@ -52,29 +58,19 @@ def bounded_lines(fh: Any, path: Path, max_record_bytes: int) -> Iterator[bytes]
         yield line
 
 
-_META_FIELDS = ("title", "source", "published", "author", "url")  # DocumentMeta's typed fields, in order
-
-
 @dataclass(frozen=True, slots=True)
-class DocumentMeta:
-    """What a document says about itself in its front matter (``None`` for a field it leaves
-    out or empty): ``title``, ``source`` (the publication), ``published`` (an ISO 8601 date or
-    time, with its offset when it had one), ``author``, ``url``, and ``extra``, every other
-    field with a text value as ``(key, value)`` in the order written."""
+class FileNotice:
+    """A file (or a corpus line, ``path`` then ``"corpus.jsonl:7"``) read with what could be
+    read, and the ``problem`` with the rest (one line)."""
 
-    title: str | None = None
-    source: str | None = None
-    published: str | None = None
-    author: str | None = None
-    url: str | None = None
-    extra: tuple[tuple[str, str], ...] = ()
+    path: str
+    problem: str
 
-    def to_json(self) -> dict[str, Any]:
-        """The JSON object of this record: the fields that are set, ``extra`` as an object."""
-        out: dict[str, Any] = {k: v for k in _META_FIELDS if (v := getattr(self, k)) is not None}
-        if self.extra:
-            out["extra"] = dict(self.extra)
-        return out
+
+def warn_notice(notice: FileNotice) -> None:
+    """The default hearer of :class:`FileNotice`: one warning of the ``rootweaver.documents``
+    logger naming the file and the problem."""
+    logging.getLogger("rootweaver.documents").warning("read %s with a problem: %s", notice.path, notice.problem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +78,7 @@ class Source:
     """Where a chunk of a user's document came from: ``path`` (relative to the corpus folder),
     ``headings`` (the Markdown/HTML heading path, or ``("page N",)`` in a PDF), ``position``
     (0-based chunk number in its document), the ids of the chunks before and after it
-    (``None`` at either end) and the document's front matter ``meta`` (``None`` without one)."""
+    (``None`` at either end) and the document's metadata ``meta`` (``None`` without any)."""
 
     path: str
     headings: tuple[str, ...] = ()
@@ -95,12 +91,15 @@ class Source:
 @dataclass(frozen=True, slots=True)
 class Passage:
     """One retrievable unit. ``sentences`` is the text split into facts (at least one);
-    ``source`` is set for a chunk of a document (:mod:`rootweaver_innovations.documents.folders`)."""
+    ``source`` is set for a chunk of a document (:mod:`rootweaver_innovations.documents.folders`),
+    which carries its document's metadata; ``meta`` is a record's own (a JSONL record's fields
+    beyond its text, :func:`passage_from_object`), ``None`` for a chunk."""
 
     id: str
     title: str
     sentences: tuple[str, ...]
     source: Source | None = None
+    meta: DocumentMeta | None = None
 
     @property
     def text(self) -> str:
@@ -178,10 +177,17 @@ def record_object(path: Path, lineno: int, raw: bytes) -> dict[str, Any]:
     return obj
 
 
-def passage_from_object(obj: dict[str, Any], path: Path, lineno: int) -> Passage:
+def passage_from_object(obj: dict[str, Any], path: Path, lineno: int,
+                        on_notice: Callable[[FileNotice], None] | None = None) -> Passage:
     """The :class:`Passage` of one corpus line (``{"id", "title", "text"}``, or ``sentences``,
     a list of strings, instead of ``text``); :class:`CorpusError` naming ``path:lineno`` and the
-    field for a missing, null or mistyped field, or sentences that are all blank."""
+    field for a missing, null or mistyped field, or sentences that are all blank.
+
+    A ``source`` object says where a chunk came from (:class:`Source`, with its document's
+    metadata); without one, the record's other fields (``source`` as a string, ``published_at``,
+    ``author``, ``url``, anything else with a text value) are its ``meta``
+    (:func:`~rootweaver_innovations.documents.metadata.meta_of`). A date among them that does
+    not read is kept as text and ``on_notice`` hears it once, naming ``path:lineno``."""
     for key in ("id", "title"):
         if not isinstance(obj.get(key), str) or not obj[key]:
             raise CorpusError(f"{path}:{lineno}: field {key!r} must be a non-empty string, got {_kind(obj.get(key))}")
@@ -194,13 +200,20 @@ def passage_from_object(obj: dict[str, Any], path: Path, lineno: int) -> Passage
         sents = split_sentences(obj["text"], abbreviations=True)
     else:
         raise CorpusError(f"{path}:{lineno}: field 'text' must be a non-empty string, got {_kind(obj.get('text'))}")
-    source = None
-    if obj.get("source") is not None:
+    source = meta = None
+    if obj.get("source") is not None and not isinstance(obj["source"], str):
         try:
             source = _source(obj["source"])
         except CorpusError as exc:
             raise CorpusError(f"{path}:{lineno}: {exc}") from None
-    return Passage(obj["id"], obj["title"], sents, source)
+    elif any(k not in _RECORD_FIELDS for k in obj):
+        meta, problem = meta_of({k: v for k, v in obj.items() if k not in _RECORD_FIELDS})
+        if problem and on_notice is not None:
+            on_notice(FileNotice(f"{path}:{lineno}", f"field {problem}"))
+    return Passage(obj["id"], obj["title"], sents, source, meta)
+
+
+_RECORD_FIELDS = frozenset({"id", "title", "text", "sentences"})  # what a record is, not what it says of itself
 
 
 def _source(value: Any) -> Source:
@@ -226,18 +239,21 @@ def _meta(value: Any) -> DocumentMeta:
     naming the field."""
     if not isinstance(value, dict):
         raise CorpusError(f"field 'source.meta' must be an object, got {_kind(value)}")
-    for key in _META_FIELDS:
+    for key in META_FIELDS:
         if value.get(key) is not None:
             _string(value[key], f"source.meta.{key}")
     extra = value.get("extra", {})
     if not (isinstance(extra, dict) and all(isinstance(v, str) for v in extra.values())):
         raise CorpusError("field 'source.meta.extra' must be an object of strings")
-    return DocumentMeta(*(value.get(key) for key in _META_FIELDS), tuple(extra.items()))
+    return DocumentMeta(*(value.get(key) for key in META_FIELDS), tuple(extra.items()))
 
 
-def load_corpus_jsonl(path: str | Path, max_record_bytes: int = MAX_RECORD_BYTES) -> list[Passage]:
+def load_corpus_jsonl(path: str | Path, max_record_bytes: int = MAX_RECORD_BYTES,
+                      on_notice: Callable[[FileNotice], None] = warn_notice) -> list[Passage]:
     """Load ``{"id", "title", "text"}`` lines (``sentences``, a list of strings, may replace ``text``;
-    an optional ``source`` object, :class:`Source`'s fields, says where a chunk came from).
+    an optional ``source`` object, :class:`Source`'s fields, says where a chunk came from; other
+    fields are the record's metadata, a date among them that does not read heard by
+    ``on_notice``, see :func:`passage_from_object`).
 
     Raises :class:`CorpusError` naming the file and line for a missing file, a record
     (line) longer than ``max_record_bytes`` (refused before it is read whole), bad JSON,
@@ -248,7 +264,7 @@ def load_corpus_jsonl(path: str | Path, max_record_bytes: int = MAX_RECORD_BYTES
     passages: list[Passage] = []
     seen: set[str] = set()
     for lineno, obj in read_jsonl(path, max_record_bytes):
-        passage = passage_from_object(obj, path, lineno)
+        passage = passage_from_object(obj, path, lineno, on_notice)
         if passage.id in seen:
             raise CorpusError(f"{path}:{lineno}: duplicate id {passage.id!r}")
         seen.add(passage.id)

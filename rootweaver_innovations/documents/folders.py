@@ -17,12 +17,14 @@ it into chunks:
   initial or a common abbreviation, and a
   :class:`~rootweaver_innovations.documents.corpus.Source`: file path relative to the folder,
   heading path, position in the document, the ids of its neighbouring chunks and the
-  document's front matter (:class:`~rootweaver_innovations.documents.corpus.DocumentMeta`, see
+  document's metadata (:class:`~rootweaver_innovations.documents.metadata.DocumentMeta`: front
+  matter, HTML ``<meta>`` tags, PDF document information; see
   :mod:`~rootweaver_innovations.documents.formats`).
 
 Nothing is skipped silently: every file not chunked is reported as a :class:`SkippedFile`
 with its reason (``on_skip`` hears each as it happens), every file chunked with a problem
-(a front matter not read whole, a date that is not one) as a :class:`FileNotice` (heard by
+(a front matter not read whole, a date that is not one) as a
+:class:`~rootweaver_innovations.documents.corpus.FileNotice` (heard by
 ``on_notice``, by default a warning of the ``rootweaver.documents`` logger), and a folder
 with no chunk at all raises :class:`~rootweaver_innovations.documents.corpus.CorpusError`.
 Hidden files and directories (name starting with ``.``) are counted, not entered. Needs the
@@ -34,7 +36,6 @@ from __future__ import annotations
 
 import bisect
 import json
-import logging
 import os
 import re
 from collections import Counter
@@ -48,7 +49,14 @@ from typing import Any
 from rootweaver_innovations.compaction.budget import default_token_counter
 from rootweaver_innovations.conventions.base import Conventions
 from rootweaver_innovations.conventions.registry import default_conventions
-from rootweaver_innovations.documents.corpus import CorpusError, Passage, Source, split_sentences
+from rootweaver_innovations.documents.corpus import (
+    CorpusError,
+    FileNotice,
+    Passage,
+    Source,
+    split_sentences,
+    warn_notice,
+)
 from rootweaver_innovations.documents.formats import DOCUMENT_TYPES, Unreadable, kind_of, read_document
 from rootweaver_innovations.defaults import CHUNK_TOKENS, MAX_FILE_BYTES, OVERLAP_TOKENS
 
@@ -97,20 +105,6 @@ class SkippedFile:
 
     path: str
     reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class FileNotice:
-    """A file chunked with what could be read, and the ``problem`` with the rest (one line)."""
-
-    path: str
-    problem: str
-
-
-def warn_notice(notice: FileNotice) -> None:
-    """The default hearer of :class:`FileNotice`: one warning of the ``rootweaver.documents``
-    logger naming the file and the problem."""
-    logging.getLogger("rootweaver.documents").warning("read %s with a problem: %s", notice.path, notice.problem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,8 +172,12 @@ def load_reading_budget(path: Path = READING_FILE) -> ReadingBudget:
 def passage_record(p: Passage) -> dict[str, Any]:
     """The JSONL corpus object of ``p`` (what :func:`~rootweaver_innovations.documents.corpus.passage_from_object`
     reads back): ``{"id", "title", "sentences"}`` and, for a chunk of a document, ``"source"``
-    (with ``"meta"`` only for a document with front matter)."""
+    (with ``"meta"`` only for a document with metadata); a record's own metadata as its fields
+    (``headline`` for its title, ``source``, ``published``, ``author``, ``url`` and the extra ones)."""
     out: dict[str, Any] = {"id": p.id, "title": p.title, "sentences": list(p.sentences)}
+    if p.meta is not None:
+        typed = {"headline" if k == "title" else k: v for k, v in p.meta.to_json().items() if k != "extra"}
+        out |= {**dict(p.meta.extra), **typed}
     if p.source is not None:
         s = p.source
         out["source"] = {"path": s.path, "headings": list(s.headings), "position": s.position,

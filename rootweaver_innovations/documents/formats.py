@@ -1,27 +1,28 @@
 """Reading one file of a known kind into its title, its sections of text and its metadata.
 
 ``DOCUMENT_TYPES`` maps a suffix to a kind: plain text, Markdown (split at its headings by
-``MarkdownHeaderTextSplitter``), HTML (``html.parser``; scripts, styles and the head left out,
-split at ``h1``..``h6``) and PDF (``pypdf``, one section per page); the text kinds may be
-gzip-compressed. :func:`read_document` gives a :class:`Document` or raises
+``MarkdownHeaderTextSplitter``), HTML (``html.parser``; scripts, styles, navigation and the
+head left out, split at ``h1``..``h6``) and PDF (``pypdf``, one section per page); the text
+kinds may be gzip-compressed. :func:`read_document` gives a :class:`Document` or raises
 :class:`Unreadable` with the reason reported for the file. File I/O only.
 
-A Markdown or text file that opens with a YAML front matter block (a ``---`` line, ``key:
+Metadata (:class:`~rootweaver_innovations.documents.metadata.DocumentMeta`, read by
+:func:`~rootweaver_innovations.documents.metadata.meta_of`): an HTML page's ``<meta>`` tags
+(``name``, ``property`` or ``itemprop``; its ``og:title``, else its ``<title>``, is the title)
+and canonical ``<link>``; a PDF's document information (``/Title``, ``/Author``,
+``/CreationDate``); a Markdown or text file's YAML front matter (a ``---`` line, ``key:
 value`` lines, a closing ``---`` or ``...`` line, as Jekyll, Hugo and Obsidian write it),
-closed within its first 64 Ki characters, is read with ``python-frontmatter``: the block is metadata,
-not text. Its ``title`` is the document's title; ``source`` (else ``site_name``, else
-``publisher``), ``published`` (else ``date``), ``author`` and ``url`` are the typed fields of a
-:class:`~rootweaver_innovations.documents.corpus.DocumentMeta`, every other field with a text
-value (a list of them joined by ", ") its ``extra``; a nested mapping is left out. A block
-that is not valid YAML is read line by line (each top-level ``key: value`` alone, a value
-that does not parse kept as written) and a date that is not ISO 8601 is kept in ``extra``:
-the document keeps what could be read and :attr:`Document.problem` says what could not. A
-block that reads as anything but a mapping (a Markdown rule, then prose) stays text.
+closed within its first 64 Ki characters and read with ``python-frontmatter``: the block is
+metadata, not text, and its fields with a text value that fill no typed field are its
+``extra`` (a nested mapping is left out). A block that is not valid YAML is read line by
+line (each top-level ``key: value`` alone, a value that does not parse kept as written), and
+a date that does not read is kept as text: the document keeps what could be read and
+:attr:`Document.problem` says what could not. A block that reads as anything but a mapping
+(a Markdown rule, then prose) stays text.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import codecs
 import gzip
 import re
@@ -32,7 +33,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
-from rootweaver_innovations.documents.corpus import DocumentMeta
+from rootweaver_innovations.documents.metadata import DocumentMeta, meta_of
 
 __all__ = ["DOCUMENT_TYPES", "FRONT_MATTER_CHARS", "Document", "Sections", "Unreadable", "kind_of", "read_document"]
 
@@ -51,7 +52,7 @@ FRONT_MATTER_CHARS = 64 << 10  # a front matter block must close within the file
 @dataclass(frozen=True, slots=True)
 class Document:
     """One file read: its own ``title`` (``None`` when it has none), its ``(heading path,
-    text)`` sections, its front matter ``meta`` (``None`` without one) and the ``problem`` met
+    text)`` sections, its metadata ``meta`` (``None`` without any) and the ``problem`` met
     reading it (``None``, else one line saying what was not read as written)."""
 
     title: str | None
@@ -88,7 +89,7 @@ def read_document(path: Path, rel: str, kind: str, cap: int) -> Document:
     """The :class:`Document` of the file at ``path`` (``rel`` its name in the folder, ``kind``
     one of :data:`DOCUMENT_TYPES`' values, ``cap`` the most bytes read); :class:`Unreadable`."""
     if kind == "pdf":
-        return Document(*_read_pdf(path, cap))
+        return _read_pdf(path, cap)
     raw = _bytes(path, cap, rel.endswith(".gz"))
     try:
         text = raw.decode("utf-8-sig")
@@ -98,15 +99,17 @@ def read_document(path: Path, rel: str, kind: str, cap: int) -> Document:
         parser = _HTMLSections()
         parser.feed(text)
         parser.close()
-        return Document(parser.title or None, parser.sections)
+        title = parser.meta.get("og:title") or parser.title  # og:title has no " - Site name" suffix
+        meta, problem = meta_of({**parser.meta, "title": title}, keep_extra=False)
+        return Document(meta.title if meta else None, parser.sections, meta, problem and f"<meta> {problem}")
     fields, text, problems = _front_matter(text)
-    meta = _meta(fields, problems) if fields else None
+    meta, problem = meta_of(fields) if fields else (None, None)
+    if problem:
+        problems.append(f"front matter {problem}")
     title, sections = _markdown_sections(text) if kind == "markdown" else (None, [((), text)])
     return Document((meta.title if meta else None) or title, sections, meta, "; ".join(problems) or None)
 
 
-_SOURCE_KEYS = ("source", "site_name", "publisher")  # the first one set is DocumentMeta.source
-_DATE_KEYS = ("published", "date")  # the first one set is DocumentMeta.published
 _KEY_LINE = re.compile(r"([A-Za-z_][\w-]*)[ \t]*:(?:[ \t]+(.*?))?[ \t]*")  # a top-level `key: value` line
 _CLOSE = re.compile(r"^(?:-{3,}|\.{3})[ \t\r]*$", re.MULTILINE)  # the line that ends a front matter block
 
@@ -165,52 +168,6 @@ def _fields_line_by_line(block: str, yaml_block: Any) -> dict[str, Any]:
     return fields
 
 
-def _meta(fields: dict[str, Any], problems: list[str]) -> DocumentMeta | None:
-    """The :class:`DocumentMeta` of a front matter's fields (``None`` when none has a value);
-    a date that is not ISO 8601 goes to ``extra`` and to ``problems``."""
-    values = {k: v for k, v in ((k, _text(v)) for k, v in fields.items()) if v is not None}
-    lower = {k.lower(): k for k in reversed(values)}  # a key as first written, whatever its case
-
-    def take(*names: str) -> str | None:
-        return next((values.pop(lower[n]) for n in names if lower.get(n) in values), None)
-
-    title, source, author, url = take("title"), take(*_SOURCE_KEYS), take("author"), take("url")
-    date_key = next((lower[n] for n in _DATE_KEYS if lower.get(n) in values), None)
-    published = _iso_date(values[date_key]) if date_key else None
-    if date_key and published is None:
-        problems.append(f"front matter {date_key!r} is not an ISO 8601 date ({values[date_key][:40]!r}); kept as text")
-    elif date_key:
-        values.pop(date_key)
-    if not (title or source or published or author or url or values):
-        return None
-    return DocumentMeta(title, source, published, author, url, tuple(values.items()))
-
-
-def _text(value: Any) -> str | None:
-    """A front matter value as one line of text: a scalar, or a list of scalars joined by
-    ", "; ``None`` for an empty value or a nested mapping."""
-    if isinstance(value, list):
-        return ", ".join(t for v in value if not isinstance(v, (list, dict)) and (t := _text(v)) is not None) or None
-    if isinstance(value, dict) or value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (dt.date, dt.datetime)):
-        return value.isoformat()
-    return " ".join(str(value).split()) or None
-
-
-def _iso_date(text: str) -> str | None:
-    """``text`` as an ISO 8601 date or date and time (``datetime.fromisoformat``; its offset,
-    when it has one, kept), else ``None``."""
-    for parse in (dt.date.fromisoformat, dt.datetime.fromisoformat):  # a date stays a date
-        try:
-            return parse(text).isoformat()
-        except ValueError:
-            continue
-    return None
-
-
 def _bytes(path: Path, cap: int, gz: bool) -> bytes:
     """The file's bytes (decompressed for ``gz``), refused past ``cap`` without reading more."""
     try:
@@ -234,7 +191,10 @@ def _markdown_sections(text: str) -> tuple[str | None, Sections]:
     return next((d.metadata["h1"] for d in docs if "h1" in d.metadata), None), sections
 
 
-def _read_pdf(path: Path, cap: int) -> tuple[str | None, Sections]:
+def _read_pdf(path: Path, cap: int) -> Document:
+    """A PDF's pages, one section each, and its document information: ``/Title``, ``/Author``
+    and ``/CreationDate`` (a PDF date) as :class:`DocumentMeta` (``/Producer`` and the rest
+    left out); a creation date that does not read is kept as text and is the problem."""
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
@@ -245,18 +205,27 @@ def _read_pdf(path: Path, cap: int) -> tuple[str | None, Sections]:
         if reader.is_encrypted and not reader.decrypt(""):
             raise Unreadable("encrypted PDF")
         pages = [((f"page {n}",), page.extract_text() or "") for n, page in enumerate(reader.pages, 1)]
-        title = reader.metadata.title if reader.metadata else None
+        info = reader.metadata
+        fields = {} if info is None else {"title": info.title, "author": info.author,
+                                          "CreationDate": _pdf_string(info.creation_date_raw)}
     except Unreadable:
         raise
     except (PyPdfError, OSError, ValueError, KeyError, TypeError) as exc:
         raise Unreadable(f"unreadable PDF ({type(exc).__name__}: {' '.join(str(exc).split())[:120]})") from None
-    return " ".join(str(title or "").split()) or None, pages
+    meta, problem = meta_of(fields, keep_extra=False)
+    return Document(meta.title if meta else None, pages, meta, problem and f"document info {problem}")
+
+
+def _pdf_string(value: Any) -> str | None:
+    """A document information value as text (``None`` for anything but a string)."""
+    return str(value) if isinstance(value, (str, bytes)) else None
 
 
 class _HTMLSections(HTMLParser):
-    """HTML text by heading section: ``sections`` of ``(heading path, text)``, ``title``."""
+    """HTML text by heading section: ``sections`` of ``(heading path, text)``, ``title``
+    (the ``<title>``) and ``meta`` (the ``<meta>`` and canonical ``<link>`` tags, :meth:`_tag`)."""
 
-    _HIDDEN = frozenset({"script", "style", "head", "noscript", "template", "svg"})
+    _HIDDEN = frozenset({"script", "style", "head", "noscript", "template", "svg", "nav"})
     _BLOCKS = frozenset({"p", "div", "li", "br", "tr", "td", "th", "section", "article", "blockquote", "pre",
                          "ul", "ol", "table", "dd", "dt", "figcaption", "hr"})
 
@@ -264,6 +233,7 @@ class _HTMLSections(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.sections: list[tuple[tuple[str, ...], str]] = []
         self.title = ""
+        self.meta: dict[str, str] = {}
         self._path: list[tuple[int, str]] = []
         self._parts: list[str] = []
         self._hidden = 0
@@ -271,7 +241,9 @@ class _HTMLSections(HTMLParser):
         self._in_title = False
 
     def handle_starttag(self, tag: str, attrs: Any) -> None:
-        if tag in self._HIDDEN:
+        if tag in ("meta", "link"):
+            self._tag(tag, dict(attrs))
+        elif tag in self._HIDDEN:
             self._hidden += 1
         elif tag == "title":
             self._in_title = True
@@ -303,6 +275,18 @@ class _HTMLSections(HTMLParser):
             self._heading[1].append(data)
         else:
             self._parts.append(data)
+
+    def _tag(self, tag: str, attrs: dict[str, str | None]) -> None:
+        """A ``<meta>`` tag's ``content`` under its ``name``, ``property`` or ``itemprop``, or a
+        ``<link rel="canonical">``'s ``href`` under ``canonical`` (lower case; the first kept)."""
+        if tag == "link":
+            key = "canonical" if "canonical" in (attrs.get("rel") or "").lower().split() else None
+            value = attrs.get("href")
+        else:
+            key = attrs.get("name") or attrs.get("property") or attrs.get("itemprop")
+            value = attrs.get("content")
+        if key and value and value.strip():
+            self.meta.setdefault(key.strip().lower(), value)
 
     def close(self) -> None:
         super().close()

@@ -41,10 +41,12 @@ from rootweaver_innovations.defaults import INDEX_CHUNK_PASSAGES
 from rootweaver_innovations.documents.corpus import (
     MAX_RECORD_BYTES,
     CorpusError,
+    FileNotice,
     Passage,
     bounded_lines,
     passage_from_object,
     record_object,
+    warn_notice,
 )
 from rootweaver_innovations.documents.folders import (
     ChunkingSettings,
@@ -53,6 +55,7 @@ from rootweaver_innovations.documents.folders import (
     iter_document_passages,
     passage_record,
 )
+from rootweaver_innovations.documents.metadata import MetaSummary
 from rootweaver_innovations.retrieval.titles import TITLE_FILES, TitleArrays, TitleBatch, last_file_subject, passage_keys
 from rootweaver_innovations.retrieval.bm25_matrix import IDFS, Vocabulary, count_chunk, scatter_scores
 from rootweaver_innovations.retrieval.manifest import (
@@ -125,7 +128,8 @@ def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: floa
                 max_record_bytes: int = MAX_RECORD_BYTES,
                 chunking: ChunkingSettings = ChunkingSettings(),
                 on_skip: Callable[[SkippedFile], None] | None = None,
-                conventions: Conventions | None = None) -> IndexManifest:
+                conventions: Conventions | None = None,
+                on_notice: Callable[[FileNotice], None] = warn_notice) -> IndexManifest:
     """Build the index of the JSONL ``corpus`` (``.gz`` read transparently) into ``out``.
 
     A folder ``corpus`` is first cut into passages by
@@ -144,7 +148,10 @@ def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: floa
     ``max_record_bytes`` before it is read whole, JSON nested too deeply), and
     :class:`IndexFormatError` when ``out`` exists. Titles, file subjects and keys follow
     ``conventions`` (the default member when ``None``), which the manifest records with the
-    index fingerprint.
+    index fingerprint. A record (or a folder's file) read with a problem, such as a date
+    that does not read, is heard once by ``on_notice``; the manifest's ``metadata``
+    component summarises what the documents carry
+    (:class:`~rootweaver_innovations.documents.metadata.MetaSummary`).
     """
     corpus, out = Path(corpus), Path(out)
     if not (corpus.is_file() or corpus.is_dir()):
@@ -161,15 +168,17 @@ def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: floa
     (tmp / "bm25").mkdir()
     try:
         if corpus.is_dir():
-            records, chunked = _chunk_folder(corpus, tmp, chunking, on_skip, progress, conventions)
-            manifest = _build(records, tmp, k1, b, chunk_size, workers, progress, max_record_bytes, conventions)
+            records, chunked = _chunk_folder(corpus, tmp, chunking, on_skip, progress, conventions, on_notice)
+            manifest = _build(records, tmp, k1, b, chunk_size, workers, progress, max_record_bytes, conventions,
+                              on_notice)
             records.unlink()
             manifest = dataclasses.replace(
                 manifest, corpus=dataclasses.replace(manifest.corpus, path=str(corpus)),
                 components={**manifest.components, "chunking": chunked},
                 conventions={"name": conventions.name, "fingerprint": index_fingerprint(conventions, chunking.describe())})
         else:
-            manifest = _build(corpus, tmp, k1, b, chunk_size, workers, progress, max_record_bytes, conventions)
+            manifest = _build(corpus, tmp, k1, b, chunk_size, workers, progress, max_record_bytes, conventions,
+                              on_notice)
         (tmp / MANIFEST).write_text(json.dumps(manifest.to_json(), indent=2), encoding="utf-8")
         tmp.rename(out)
     finally:
@@ -227,8 +236,9 @@ def _stop_pool(pool: ProcessPoolExecutor, interrupted: bool) -> None:
 
 @dataclass(frozen=True, slots=True)
 class _Chunk:
-    """One parsed chunk: its passages' ids, line numbers and raw lines, and its
-    ``(term, doc, tf)`` triples against the chunk's own ``terms`` (docs from 0)."""
+    """One parsed chunk: its passages' ids, line numbers and raw lines, its
+    ``(term, doc, tf)`` triples against the chunk's own ``terms`` (docs from 0), the
+    ``notices`` of its records read with a problem and the ``meta`` its documents carry."""
 
     ids: list[str]
     linenos: list[int]
@@ -239,11 +249,14 @@ class _Chunk:
     tf: np.ndarray
     lengths: np.ndarray
     titles: TitleBatch
+    notices: list[FileNotice]
+    meta: MetaSummary
 
 
-def _parse_line(corpus: Path, lineno: int, line: bytes) -> Passage:
+def _parse_line(corpus: Path, lineno: int, line: bytes,
+                on_notice: Callable[[FileNotice], None] | None = None) -> Passage:
     """The passage of one non-blank corpus line; :class:`CorpusError` naming ``corpus:lineno``."""
-    return passage_from_object(record_object(corpus, lineno, line), corpus, lineno)
+    return passage_from_object(record_object(corpus, lineno, line), corpus, lineno, on_notice)
 
 
 def _parse_chunk(corpus: Path, numbered: list[tuple[int, bytes]], conventions: str,
@@ -252,11 +265,13 @@ def _parse_chunk(corpus: Path, numbered: list[tuple[int, bytes]], conventions: s
     under the conventions named ``conventions`` (a name: a worker process looks it up);
     ``carry`` is the run of records titled by one id the chunk continues (:func:`_carry`)."""
     member = get_conventions(conventions)
-    ids, linenos, lines, passages = [], [], [], []
+    ids, linenos, lines, passages, notices, meta = [], [], [], [], [], MetaSummary()
     for lineno, line in numbered:
         if not line.strip():
             continue
-        p = _parse_line(corpus, lineno, line)
+        p = _parse_line(corpus, lineno, line, notices.append)
+        if p.source is None or p.source.position == 0:  # a record, or the first chunk of a document
+            meta.add(p.meta if p.source is None else p.source.meta)
         ids.append(p.id)
         linenos.append(lineno)
         lines.append(line if line.endswith(b"\n") else line + b"\n")
@@ -265,7 +280,7 @@ def _parse_chunk(corpus: Path, numbered: list[tuple[int, bytes]], conventions: s
     vocab = Vocabulary()
     term, doc, tf, lengths = count_chunk(tokens, vocab, 0)
     keys = TitleBatch.from_keys([passage_keys(p, member) for p in passages], 0)
-    return _Chunk(ids, linenos, lines, list(vocab), term, doc, tf, lengths, keys)
+    return _Chunk(ids, linenos, lines, list(vocab), term, doc, tf, lengths, keys, notices, meta)
 
 
 def _carry(corpus: Path, numbered: list[tuple[int, bytes]], carry: tuple[str, str],
@@ -294,9 +309,9 @@ def _chunks(lines: Iterator[bytes], size: int) -> Iterator[list[tuple[int, bytes
 
 def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, workers: int,
            progress: Callable[[BuildProgress], None] | None, max_record_bytes: int,
-           conventions: Conventions) -> IndexManifest:
+           conventions: Conventions, on_notice: Callable[[FileNotice], None]) -> IndexManifest:
     start, total = time.perf_counter(), corpus.stat().st_size
-    vocab, seen = Vocabulary(), set()
+    vocab, seen, meta = Vocabulary(), set(), MetaSummary()
     offsets, lengths, chunk_nnz, titles = array("q", [0]), array("q"), [], []
     df = np.zeros(0, dtype=np.int64)
     pool = ProcessPoolExecutor(workers, initializer=_worker_init) if workers > 1 else None
@@ -311,6 +326,9 @@ def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, worker
                 if pid in seen:
                     raise CorpusError(f"{corpus}:{lineno}: duplicate id {pid!r}")
                 seen.add(pid)
+            for notice in chunk.notices:
+                on_notice(notice)
+            meta.merge(chunk.meta)
             for line in chunk.lines:
                 offsets.append(offsets[-1] + len(line))
             records.write(b"".join(chunk.lines))
@@ -376,7 +394,7 @@ def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, worker
         {"passages": {"files": list(PASSAGE_FILES), "count": n},
          "bm25": {"files": list(BM25_FILES), "k1": k1, "b": b, "vocab_size": len(vocab), "nnz": nnz,
                   "avg_length": float(np.frombuffer(lengths, dtype=np.int64).mean())},
-         "titles": {"files": list(TITLE_FILES), **title_arrays.counts()}},
+         "titles": {"files": list(TITLE_FILES), **title_arrays.counts()}, "metadata": meta.to_json()},
         {f: {"bytes": (tmp / f).stat().st_size, "sha256": sha256_of(tmp / f)} for f in ALL_FILES},
         {"name": conventions.name, "fingerprint": index_fingerprint(conventions)},
     )
@@ -386,7 +404,7 @@ def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, worker
 def _chunk_folder(folder: Path, tmp: Path, chunking: ChunkingSettings,
                   on_skip: Callable[[SkippedFile], None] | None,
                   progress: Callable[[BuildProgress], None] | None,
-                  conventions: Conventions) -> tuple[Path, dict[str, Any]]:
+                  conventions: Conventions, on_notice: Callable[[FileNotice], None]) -> tuple[Path, dict[str, Any]]:
     """Chunk ``folder`` into a JSONL records file in ``tmp`` (``progress`` hears a ``chunking``
     report at most every 0.2 s); that file and the manifest's ``chunking`` component."""
     start = last = time.perf_counter()
@@ -400,7 +418,7 @@ def _chunk_folder(folder: Path, tmp: Path, chunking: ChunkingSettings,
 
     records = tmp / "documents.jsonl"
     with open(records, "w", encoding="utf-8") as fh:
-        for n, p in enumerate(iter_document_passages(folder, chunking, skipped, conventions), 1):
+        for n, p in enumerate(iter_document_passages(folder, chunking, skipped, conventions, on_notice), 1):
             documents.add(p.source.path)
             fh.write(json.dumps(passage_record(p), ensure_ascii=False) + "\n")
             if progress is not None and (now := time.perf_counter()) - last >= 0.2:

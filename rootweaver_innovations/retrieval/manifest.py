@@ -128,12 +128,26 @@ def _manifest_problem(raw: Any) -> str | None:
     if "bm25" in comps and not (_is_int(bm.get("vocab_size")) and _is_int(bm.get("nnz"))
                                 and all(_is_number(bm.get(k)) for k in ("k1", "b", "avg_length"))):
         return "component 'bm25' needs integers vocab_size, nnz and numbers k1, b, avg_length"
+    if "metadata" in comps and not _metadata_shape(comps["metadata"]):
+        return ("component 'metadata' needs integers documents, with_meta, source_count, objects of integers "
+                "fields and sources, and published null or {first, last}")
     needed = {f for name, fs in COMPONENT_FILES.items() if name in comps for f in fs}
     if not (isinstance(files, dict) and needed <= set(files) <= set(ALL_FILES)
             and all(isinstance(f, dict) and set(f) == {"bytes", "sha256"} and _is_int(f["bytes"])
                     and _is_sha(f["sha256"]) for f in files.values())):
         return "files must map every index file to {bytes, sha256}"
     return None
+
+
+def _metadata_shape(md: dict[str, Any]) -> bool:
+    """The ``metadata`` component has the shape of
+    :meth:`~rootweaver_innovations.documents.metadata.MetaSummary.to_json`."""
+    span = md.get("published")
+    return (all(_is_int(md.get(k)) for k in ("documents", "with_meta", "source_count"))
+            and all(isinstance(md.get(k), dict) and all(_is_int(v) for v in md[k].values())
+                    for k in ("fields", "sources"))
+            and (span is None or (isinstance(span, dict) and set(span) == {"first", "last"}
+                                  and all(isinstance(v, str) for v in span.values()))))
 
 
 def read_manifest(path: str | Path, conventions: str | None = None) -> IndexManifest:

@@ -103,13 +103,16 @@ def test_malformed_yaml_keeps_what_reads_and_says_so_once(tmp_path, caplog):
     assert [r.getMessage() for r in caplog.records] == [f"read bad.md with a problem: {scan.notices[0].problem}"]
 
 
-def test_a_date_that_is_not_one_is_kept_as_text_and_reported(tmp_path):
+def test_a_date_in_words_reads_and_one_that_is_not_a_date_is_kept_as_text_and_reported(tmp_path):
     doc = _read(tmp_path, "---\ntitle: T\npublished: October 6, 2023\n---\nBody.\n")
-    assert doc.meta.published is None and doc.meta.extra == (("published", "October 6, 2023"),)
-    assert doc.problem == "front matter 'published' is not an ISO 8601 date ('October 6, 2023'); kept as text"
+    assert doc.meta.published == "2023-10-06" and doc.problem is None
+    vague = _read(tmp_path, "---\ntitle: T\npublished: last autumn\nauthor: Ann\n---\nBody.\n")
+    assert vague.meta.published is None and vague.meta.extra == (("published", "last autumn"),)
+    assert vague.meta.author == "Ann"
+    assert vague.problem == "front matter 'published' is not a date ('last autumn'); kept as text"
     impossible = _read(tmp_path, "---\ntitle: T\ndate: 2023-13-45\n---\nBody.\n")
     assert impossible.title == "T" and impossible.meta.extra == (("date", "2023-13-45"),)
-    assert "month must be in 1..12" in impossible.problem and "'date' is not an ISO 8601 date" in impossible.problem
+    assert "month must be in 1..12" in impossible.problem and "'date' is not a date" in impossible.problem
 
 
 def test_a_file_of_front_matter_only_is_skipped_with_its_reason(tmp_path):

@@ -105,6 +105,8 @@ CORRUPTIONS = [
     ("count-a-string", _manifest(lambda m: m["components"]["passages"].update(count="598")), "manifest.json",
      True),
     ("nnz-a-float", _manifest(lambda m: m["components"]["bm25"].update(nnz=1.5)), "manifest.json", True),
+    ("metadata-sources-a-list", _manifest(lambda m: m["components"]["metadata"].update(sources=["CNBC"])),
+     "manifest.json", True),
     ("manifest-deeply-nested", _write("manifest.json", b"[" * 100_000 + b"]" * 100_000), "manifest.json", True),
     ("manifest-not-json", _write("manifest.json", b"{\"format\": \"rootweaver-index\", "), "manifest.json", True),
     ("manifest-not-utf8", _write("manifest.json", b"\xff\xfe{}"), "manifest.json", True),
@@ -119,8 +121,8 @@ CORRUPTIONS = [
 ]
 
 
-def test_there_are_26_distinct_corruptions():
-    assert len(CORRUPTIONS) == 26 and len({c[0] for c in CORRUPTIONS}) == 26
+def test_there_are_27_distinct_corruptions():
+    assert len(CORRUPTIONS) == 27 and len({c[0] for c in CORRUPTIONS}) == 27
 
 
 def _one_line_naming(err: str, name: str) -> None:

@@ -47,6 +47,23 @@ def test_ask_returns_the_record_of_ask_json(server):
     assert r.json() == ask_json(DEMO)
 
 
+def test_citations_carry_the_source_and_metadata_of_a_document(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from rootweaver_capabilities.serving.http import create_app
+
+    docs = REPO / "tests" / "data" / "meta" / "docs"
+    config = MultiHopConfig.from_mapping({"llm": {"provider": "none"}, "retriever": {"corpus": str(docs)}}, source="t")
+    with TestClient(create_app(config)) as client:
+        record = client.post("/v1/ask", json={"question": "Who rebuilt the harbour of Velmora?"}).json()
+    cited = record["answer"]["citations"][0]
+    assert cited["source"] == {"path": "harbour.html", "headings": ["The Velmora harbour"], "position": 0,
+                               "meta": {"title": "The Velmora harbour", "source": "Coastal Courier",
+                                        "published": "2023-10-06T21:31:00+02:00", "author": "Ines Halvorsen",
+                                        "url": "https://courier.example/velmora-harbour"}}
+    assert "meta" not in cited and record["answer"]["text"] == "Tomas Brandt"
+
+
 def test_per_request_overrides(server):
     off = httpx.post(f"{server}/v1/ask", json={"question": DEMO, "compaction": "off"}, timeout=30).json()
     assert off["strategy"] == "off" and off["budget"] is None and off["context_chars"] == off["full_context_chars"]
