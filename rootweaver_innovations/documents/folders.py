@@ -53,8 +53,8 @@ from rootweaver_innovations.documents.formats import DOCUMENT_TYPES, Unreadable,
 from rootweaver_innovations.defaults import CHUNK_TOKENS, MAX_FILE_BYTES, OVERLAP_TOKENS
 
 __all__ = ["DOCUMENT_TYPES", "READING_FILE", "ChunkingSettings", "DocumentScan", "FileNotice", "ReadingBudget",
-           "SkippedFile", "count_by_reason", "iter_document_passages", "load_documents", "load_reading_budget",
-           "passage_record", "warn_notice"]
+           "SkippedFile", "count_by_reason", "iter_document_files", "iter_document_passages", "load_documents",
+           "load_reading_budget", "no_document_error", "passage_record", "warn_notice"]
 
 INSTALL_HINT = "pip install 'rootweaver[documents]'"
 READING_FILE = Path(__file__).resolve().parents[1] / "data" / "reading_budget.json"
@@ -219,49 +219,81 @@ def iter_document_passages(root: str | Path, settings: ChunkingSettings, on_skip
     ``on_skip`` is called for each file that yields none, ``on_notice`` once for each file
     chunked with a problem (before its chunks). :class:`CorpusError` when ``root`` is
     not a readable directory, when the extra ``documents`` is missing, or when no file yields a
-    chunk (the message counts the skips by reason)."""
+    chunk (the message counts the skips by reason, :func:`no_document_error`)."""
+    skipped: list[SkippedFile] = []
+
+    def skip(s: SkippedFile) -> None:
+        skipped.append(s)
+        on_skip(s)
+
+    found = 0
+    for _rel, _path, chunk in iter_document_files(root, settings, skip, conventions, on_notice):
+        for p in chunk():
+            found += 1
+            yield p
+    if not found:
+        raise no_document_error(Path(root), skipped)
+
+
+def no_document_error(root: Path, skipped: Iterable[SkippedFile]) -> CorpusError:
+    """The error of a folder ``root`` that gave no chunk, counting its ``skipped`` files by reason."""
+    counts = ", ".join(f"{n} {r}" for r, n in count_by_reason(skipped).items()) or "no files"
+    return CorpusError(f"{root}: no document to index ({counts}); supported: "
+                       f"{', '.join(sorted(DOCUMENT_TYPES))}, any other UTF-8 text file, and .gz of the text ones")
+
+
+def iter_document_files(root: str | Path, settings: ChunkingSettings, on_skip: Callable[[SkippedFile], None],
+                        conventions: Conventions, on_notice: Callable[[FileNotice], None] = warn_notice
+                        ) -> Iterator[tuple[str, Path, Callable[[], list[Passage]]]]:
+    """``(path relative to root, path, chunk)`` of every regular file under ``root`` in
+    :func:`_walk`'s order, without reading it: ``chunk()`` reads and cuts the file as
+    :func:`iter_document_passages` does and returns its chunks, or ``[]`` after telling
+    ``on_skip`` why (a caller may leave a file unread, e.g. one unchanged since an index
+    recorded it). What the walk itself skips goes to ``on_skip`` as it is met. :class:`CorpusError`
+    when ``root`` is not a directory or the extra ``documents`` is missing."""
     root = Path(root)
     if not root.is_dir():
         raise CorpusError(f"{root}: not a directory")
     split = _splitter(settings)
-    skipped: list[SkippedFile] = []
 
     def skip(rel: str, reason: str) -> None:
-        skipped.append(SkippedFile(rel, reason))
-        on_skip(skipped[-1])
+        on_skip(SkippedFile(rel, reason))
 
-    found = 0
     for rel, path in _walk(root, skip):
-        kind = kind_of(path, rel)
-        if kind is None:
-            skip(rel, f"unsupported type {''.join(Path(rel).suffixes[-2:]) or '(no suffix)'}")
-            continue
-        try:
-            doc = read_document(path, rel, kind, settings.max_file_bytes)
-        except Unreadable as exc:
-            skip(rel, str(exc))
-            continue
-        chunks = [(headings, text, subject) for headings, body in doc.sections
-                  for text, subject in _subjects(body, split(body), doc.title, conventions)]
-        if not chunks:
-            skip(rel, "no text" if doc.problem is None else f"no text ({doc.problem})")
-            continue
-        if doc.problem is not None:
-            on_notice(FileNotice(rel, doc.problem))
-        ids = [f"{rel}#{n}" for n in range(len(chunks))]
-        fallback = re.sub(r"[_\-]+", " ", Path(rel.removesuffix(".gz")).stem).strip() or rel
-        carried = None
-        for n, (headings, text, subject) in enumerate(chunks):
-            found += 1
-            carried = subject or carried  # untitled text: the name its paragraph is about, over cuts and sections
-            yield Passage(ids[n], doc.title or (headings[0] if headings else None) or carried or fallback,
-                          split_sentences(text, abbreviations=True),
-                          Source(rel, headings, n, ids[n - 1] if n else None, ids[n + 1] if n + 1 < len(ids) else None,
-                                 doc.meta))
-    if not found:
-        counts = ", ".join(f"{n} {r}" for r, n in count_by_reason(skipped).items()) or "no files"
-        raise CorpusError(f"{root}: no document to index ({counts}); supported: "
-                          f"{', '.join(sorted(DOCUMENT_TYPES))}, any other UTF-8 text file, and .gz of the text ones")
+        yield rel, path, lambda rel=rel, path=path: _file_chunks(rel, path, split, settings, conventions, skip, on_notice)
+
+
+def _file_chunks(rel: str, path: Path, split: Callable[[str], list[str]], settings: ChunkingSettings,
+                 conventions: Conventions, skip: Callable[[str, str], None],
+                 on_notice: Callable[[FileNotice], None]) -> list[Passage]:
+    """The chunks of the file ``path`` (``rel`` in its folder), or ``[]`` after ``skip(rel, reason)``."""
+    kind = kind_of(path, rel)
+    if kind is None:
+        skip(rel, f"unsupported type {''.join(Path(rel).suffixes[-2:]) or '(no suffix)'}")
+        return []
+    try:
+        doc = read_document(path, rel, kind, settings.max_file_bytes)
+    except Unreadable as exc:
+        skip(rel, str(exc))
+        return []
+    chunks = [(headings, text, subject) for headings, body in doc.sections
+              for text, subject in _subjects(body, split(body), doc.title, conventions)]
+    if not chunks:
+        skip(rel, "no text" if doc.problem is None else f"no text ({doc.problem})")
+        return []
+    if doc.problem is not None:
+        on_notice(FileNotice(rel, doc.problem))
+    ids = [f"{rel}#{n}" for n in range(len(chunks))]
+    fallback = re.sub(r"[_\-]+", " ", Path(rel.removesuffix(".gz")).stem).strip() or rel
+    carried = None
+    out = []
+    for n, (headings, text, subject) in enumerate(chunks):
+        carried = subject or carried  # untitled text: the name its paragraph is about, over cuts and sections
+        out.append(Passage(ids[n], doc.title or (headings[0] if headings else None) or carried or fallback,
+                           split_sentences(text, abbreviations=True),
+                           Source(rel, headings, n, ids[n - 1] if n else None,
+                                  ids[n + 1] if n + 1 < len(ids) else None, doc.meta)))
+    return out
 
 
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")  # between paragraphs
