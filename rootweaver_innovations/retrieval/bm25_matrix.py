@@ -150,7 +150,8 @@ def saturation(tf: np.ndarray, lengths: np.ndarray, avg_length: float, k1: float
 def scatter_scores(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], df: np.ndarray,
                    lengths: np.ndarray, k1: float, b: float, out: Mapping[str, np.ndarray]) -> np.ndarray:
     """Fill ``out["indices"]``, ``out["robertson"]``, ``out["lucene"]`` (length ``df.sum()``)
-    from ``(term, doc, tf)`` chunks given in ascending passage order; return ``indptr``.
+    and, when ``out`` has one, ``out["tf"]`` (the term frequencies) from ``(term, doc, tf)``
+    chunks given in ascending passage order; return ``indptr``.
 
     ``lengths`` holds every passage's token count (its mean is the average length).
     """
@@ -161,13 +162,15 @@ def scatter_scores(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], 
     avg = lengths.mean()
     for term, doc, tf in chunks:
         order = np.argsort(term, kind="stable")  # by term, passages stay ascending
-        term, doc, tf = term[order], doc[order], tf[order].astype(np.float64)
+        term, doc, tf = term[order], doc[order], tf[order]
         counts = np.bincount(term, minlength=len(df))
         first = np.cumsum(counts) - counts
         pos = heads[term] + (np.arange(len(term)) - first[term])
         heads += counts
-        tfc = saturation(tf, lengths[doc].astype(np.float64), avg, k1, b)
+        tfc = saturation(tf.astype(np.float64), lengths[doc].astype(np.float64), avg, k1, b)
         out["indices"][pos] = doc
+        if "tf" in out:
+            out["tf"][pos] = tf
         for name in IDFS:
             out[name][pos] = (idf[name][term].astype(np.float64) * tfc).astype(np.float32)
     return indptr
