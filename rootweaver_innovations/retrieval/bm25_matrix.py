@@ -121,13 +121,12 @@ def count_chunk(tokens: Sequence[Sequence[str]], vocab: Vocabulary, first_doc: i
 
 def idf_weights(df: np.ndarray, num_docs: int) -> dict[str, np.ndarray]:
     """float32 Robertson (floored at 0) and Lucene idf per term, as bm25s computes them."""
-    rob = np.zeros(len(df), dtype=np.float32)
-    luc = np.zeros(len(df), dtype=np.float32)
-    for t, d in enumerate(df.tolist()):
-        if d:
-            inner = (num_docs - d + 0.5) / (d + 0.5)
-            rob[t] = math.log(max(inner, 1))
-            luc[t] = math.log(1 + inner)
+    log = math.log
+    inner = [(num_docs - d + 0.5) / (d + 0.5) for d in df.tolist()]
+    rob = np.array([log(max(x, 1)) for x in inner], dtype=np.float64).astype(np.float32)
+    luc = np.array([log(1 + x) for x in inner], dtype=np.float64).astype(np.float32)
+    absent = np.asarray(df) == 0
+    rob[absent] = luc[absent] = 0
     return {"robertson": rob, "lucene": luc}
 
 
@@ -151,7 +150,8 @@ def scatter_scores(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], 
                    lengths: np.ndarray, k1: float, b: float, out: Mapping[str, np.ndarray]) -> np.ndarray:
     """Fill ``out["indices"]``, ``out["robertson"]``, ``out["lucene"]`` (length ``df.sum()``)
     and, when ``out`` has one, ``out["tf"]`` (the term frequencies) from ``(term, doc, tf)``
-    chunks given in ascending passage order; return ``indptr``.
+    chunks that give each term's passages in ascending order (chunks in ascending passage
+    order do, as do chunks of triples sorted by term then passage); return ``indptr``.
 
     ``lengths`` holds every passage's token count (its mean is the average length).
     """
