@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,11 +50,6 @@ class FileRecord:
     chunks: int
     skipped: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out = {"path": self.path, "bytes": self.bytes, "mtime_ns": self.mtime_ns, "sha256": self.sha256,
-               "chunks": self.chunks}
-        return out if self.skipped is None else {**out, "skipped": self.skipped}
-
 
 @dataclass(frozen=True, slots=True)
 class ScannedFile:
@@ -65,35 +60,41 @@ class ScannedFile:
     passages: list[Passage] | None
 
 
-def records_bytes(records: Iterable[FileRecord]) -> bytes:
-    """The records as JSON lines (UTF-8), one per file in walk order."""
-    return b"".join(json.dumps(r.to_json(), ensure_ascii=False).encode("utf-8") + b"\n" for r in records)
+_COLUMNS = ("path", "bytes", "mtime_ns", "sha256", "chunks", "skipped")
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+def records_bytes(records: Sequence[FileRecord]) -> bytes:
+    """The records as one JSON object of columns (UTF-8): ``{"path": [...], "bytes": [...],
+    "mtime_ns", "sha256", "chunks", "skipped" (a reason or null)}``, files in walk order."""
+    return json.dumps({name: [getattr(r, name) for r in records] for name in _COLUMNS}, ensure_ascii=False).encode("utf-8")
 
 
 def read_records(path: Path) -> list[FileRecord]:
-    """The records written by :func:`records_bytes`; ``ValueError`` naming ``path`` and the
-    line for one of the wrong shape."""
-    out = []
-    with open(path, "rb") as fh:
-        for lineno, line in enumerate(fh, 1):
-            try:
-                obj = json.loads(line)
-            except (ValueError, RecursionError):
-                obj = None
-            if not (isinstance(obj, dict) and set(obj) - {"skipped"} == {"path", "bytes", "mtime_ns", "sha256", "chunks"}
-                    and isinstance(obj["path"], str) and isinstance(obj["sha256"], str)
-                    and all(_is_int(obj[k]) for k in ("bytes", "mtime_ns", "chunks"))
-                    and isinstance(obj.get("skipped", ""), str)):
-                raise ValueError(f"{path}:{lineno}: not a file record")
-            out.append(FileRecord(**obj))
-    return out
+    """The records written by :func:`records_bytes`; ``ValueError`` naming ``path`` (and the
+    column) for a file of the wrong shape."""
+    try:
+        columns = json.loads(path.read_bytes())
+    except (ValueError, RecursionError):
+        columns = None
+    if not (isinstance(columns, dict) and list(columns) == list(_COLUMNS)
+            and all(isinstance(c, list) and len(c) == len(columns["path"]) for c in columns.values())):
+        raise ValueError(f"{path}: not file records (an object of the columns {', '.join(_COLUMNS)})")
+    for name, ok in (("path", _is_str), ("sha256", _is_str), ("bytes", _is_count), ("mtime_ns", _is_count),
+                     ("chunks", _is_count), ("skipped", lambda v: v is None or type(v) is str)):
+        if not all(map(ok, columns[name])):
+            raise ValueError(f"{path}: column {name!r} holds a value of the wrong type")
+    return list(map(FileRecord, *columns.values()))
 
 
-def _sha256(path: Path) -> str:
+def _is_str(v: Any) -> bool:
+    return type(v) is str
+
+
+def _is_count(v: Any) -> bool:
+    return type(v) is int and v >= 0
+
+
+def _sha256(path: str) -> str:
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 
@@ -116,18 +117,18 @@ def scan_folder(root: Path, settings: ChunkingSettings, conventions: Conventions
         on_skip(s)
 
     found = 0
-    for rel, path, chunk in iter_document_files(root, settings, skip, conventions, on_notice):
+    trusted = trusted_before_ns - _CLOCK_SLACK_NS
+    for rel, entry, chunk in iter_document_files(root, settings, skip, conventions, on_notice):
         prev = earlier.get(rel)
         try:
-            st = path.stat()
+            st = entry.stat()
             size, mtime = st.st_size, st.st_mtime_ns
-            same = (prev is not None and (prev.bytes, prev.mtime_ns) == (size, mtime)
-                    and mtime < trusted_before_ns - _CLOCK_SLACK_NS)
-            sha = "" if same or size > settings.max_file_bytes else _sha256(path)
+            same = prev is not None and prev.bytes == size and prev.mtime_ns == mtime and mtime < trusted
+            sha = "" if same or size > settings.max_file_bytes else _sha256(entry.path)
         except OSError:  # gone or unreadable since the walk: chunk() reports why
             size, mtime, sha, same = 0, 0, "", False
         if same or (prev is not None and sha and (prev.sha256, prev.bytes) == (sha, size)):
-            record = FileRecord(rel, size, mtime, prev.sha256, prev.chunks, prev.skipped)
+            record = prev if same else FileRecord(rel, size, mtime, prev.sha256, prev.chunks, prev.skipped)
             if prev.skipped is not None:
                 skip(SkippedFile(rel, prev.skipped))
             found += prev.chunks

@@ -12,7 +12,7 @@ Layout of an index directory (``rootweaver index build CORPUS --out DIR``)::
                                  (each posting's term frequency, what an update re-uses) and
     DIR/bm25/vocab.json          the terms in column order (sorted)
     DIR/titles/*.npy             the loop's title index (:class:`~rootweaver_innovations.retrieval.titles.TitleArrays`)
-    DIR/chunking/files.jsonl     for a folder: each file's size, mtime, SHA-256 and chunk count
+    DIR/chunking/files.json      for a folder: each file's size, mtime, SHA-256 and chunk count
                                  (:mod:`~rootweaver_innovations.documents.file_records`)
 
 Components are named entries of ``manifest["components"]`` (``passages``, ``bm25``,

@@ -128,7 +128,7 @@ def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: floa
     file it skips goes to ``on_skip``), written as JSONL records with their ``source``, and
     indexed like a file; the manifest's ``corpus`` then fingerprints those records, and its
     ``chunking`` component holds the settings, the document count, the skips by reason and
-    the file ``chunking/files.jsonl`` (every file's size, mtime, SHA-256 and chunk count).
+    the file ``chunking/files.json`` (every file's size, mtime, SHA-256 and chunk count).
     The manifest records the corpus by its absolute path.
 
     ``out`` must not exist (the index is written to a sibling temporary directory and
@@ -377,7 +377,8 @@ def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, worker
 def write_bm25(directory: Path, chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], df: np.ndarray,
                lengths: np.ndarray, terms: Sequence[str], k1: float, b: float) -> int:
     """Write the BM25 files of :data:`~rootweaver_innovations.retrieval.manifest.BM25_FILES` into
-    ``directory`` from ``(term, doc, tf)`` chunks in ascending passage order, ``terms[t]`` the
+    ``directory`` from ``(term, doc, tf)`` chunks as :func:`~rootweaver_innovations.retrieval.bm25_matrix.scatter_scores`
+    takes them, ``terms[t]`` the
     term of id ``t`` (each with ``df[t] > 0``) and ``lengths`` every passage's token count;
     returns the number of postings. Columns follow the terms' sorted order, so the files do not
     depend on the order terms were first met (an update writes what a build of its corpus writes)."""
@@ -403,7 +404,7 @@ def _chunk_folder(folder: Path, tmp: Path, chunking: ChunkingSettings,
                   progress: Callable[[BuildProgress], None] | None,
                   conventions: Conventions) -> tuple[Path, dict[str, Any]]:
     """Chunk ``folder`` into a JSONL records file in ``tmp`` (``progress`` hears a ``chunking``
-    report at most every 0.2 s) and record its files in ``tmp/chunking/files.jsonl``
+    report at most every 0.2 s) and record its files in ``tmp/chunking/files.json``
     (:mod:`~rootweaver_innovations.documents.file_records`, what ``index update`` compares);
     the records file and the manifest's ``chunking`` component."""
     start = last = time.perf_counter()

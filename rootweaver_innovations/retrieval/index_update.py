@@ -1,11 +1,11 @@
 """Updating a saved index: bring it in line with the folder or JSONL file it was built from,
 re-reading only what changed (``rootweaver index update INDEX [--from PATH]``).
 
-What is compared. A folder's index records its files (``chunking/files.jsonl``:
+What is compared. A folder's index records its files (``chunking/files.json``:
 :mod:`~rootweaver_innovations.documents.file_records`); a file whose size and mtime (else
 SHA-256) are unchanged keeps its rows, new and changed files are cut again, deleted files
 drop out. A JSONL corpus's unit is the record: a record whose line is byte for byte one of
-the index's records (their BLAKE2b-256 digests match) keeps its row, a new or changed one is
+the index's records (their BLAKE2b digests match) keeps its row, a new or changed one is
 parsed again; a record titled by an id that takes its BM25 file subject from
 the run of records before it (:func:`~rootweaver_innovations.retrieval.tokens.corpus_tokens`)
 is tokenised again when that run changed.
@@ -93,9 +93,8 @@ class UpdateReport:
 
 @dataclass(slots=True)
 class _Plan:
-    """The updated corpus: per row the old row it keeps (-1: computed again, from ``fresh``
-    and ``lines`` in row order), the corpus fingerprint (sha256 and bytes of the records for
-    a folder are filled in as they are written), counts, and for a folder its files."""
+    """The updated corpus: per row the old row it keeps (-1: computed from ``fresh`` and ``lines``,
+    in row order), the corpus (a folder's records are hashed as written), counts, a folder's files."""
 
     old_rows: list[int] = field(default_factory=list)
     fresh: list[Passage] = field(default_factory=list)
@@ -112,7 +111,7 @@ class _OldRecords:
 
     def __init__(self, index: Path):
         self.path = index / "passages" / "records.jsonl"
-        self.offsets = np.load(index / "passages" / "offsets.npy", mmap_mode="r")
+        self.offsets = np.load(index / "passages" / "offsets.npy", mmap_mode="r").view(np.ndarray)
         with open(self.path, "rb") as fh:
             self.buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
@@ -121,10 +120,6 @@ class _OldRecords:
 
     def passage(self, j: int) -> Passage:
         return passage_from_object(json.loads(self.line(j)), self.path, j + 1)
-
-
-def _digest(line: bytes) -> bytes:
-    return hashlib.blake2b(line, digest_size=32).digest()
 
 
 def _plan_folder(old: OpenIndex, folder: Path, conventions: Conventions, on_skip: Callable[[SkippedFile], None],
@@ -162,7 +157,8 @@ def _plan_folder(old: OpenIndex, folder: Path, conventions: Conventions, on_skip
                           for p in scanned.passages)
     plan.counts = (changed, added, len(set(first_row) - {f.path for f in plan.files}))
     plan.corpus = CorpusFingerprint(os.path.abspath(folder), "", 0, len(plan.old_rows))
-    plan.same = plan.files == records and plan.corpus.path == old.manifest.corpus.path
+    plan.same = (plan.files == records and plan.corpus.path == old.manifest.corpus.path
+                 and count_by_reason(plan.skips) == chunked["skipped"])  # a new hidden file is counted too
     return plan
 
 
@@ -170,7 +166,7 @@ def _plan_jsonl(old: OpenIndex, corpus: Path, max_record_bytes: int, checkpoint:
     store = _OldRecords(old.path)
     digests: dict[bytes, int] = {}
     for j in range(old.manifest.corpus.passages):
-        digests.setdefault(_digest(store.line(j)), j)
+        digests.setdefault(hashlib.blake2b(store.line(j)).digest(), j)
     plan, seen = _Plan(), set()
     kept_prev, clean_prev, prev = -1, True, (None, False)  # previous row: old row, kept as is, (title, no source)
     changed_ids: list[str] = []
@@ -189,7 +185,7 @@ def _plan_jsonl(old: OpenIndex, corpus: Path, max_record_bytes: int, checkpoint:
                     continue
                 line = line if line.endswith(b"\n") else line + b"\n"
                 obj = record_object(corpus, lineno, line)
-                j = digests.pop(_digest(line), -1)
+                j = digests.pop(hashlib.blake2b(line).digest(), -1)
                 p = passage_from_object(obj, corpus, lineno) if j < 0 else None
                 pid = obj["id"]
                 if pid in seen:
@@ -281,7 +277,7 @@ def _write_bm25(old: OpenIndex, old_rows: np.ndarray, tokens: list[list[str]], t
     keep = doc >= 0
     term = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))[keep]
     doc, tf = doc[keep], np.asarray(tf[keep], dtype=np.int32)
-    terms = [t for t, _ in sorted(old.bm25.vocab.items(), key=lambda kv: kv[1])]
+    terms = list(old.bm25.vocab)  # open_index lists vocab.json's terms in column order
     vocab = Vocabulary()
     f_term, f_doc, f_tf, _ = count_chunk(tokens, vocab, 0)
     known = old.bm25.vocab
@@ -292,15 +288,16 @@ def _write_bm25(old: OpenIndex, old_rows: np.ndarray, tokens: list[list[str]], t
     term = np.concatenate([term, ids[f_term]])
     doc = np.concatenate([doc, np.flatnonzero(old_rows < 0)[f_doc]])
     tf = np.concatenate([tf, f_tf])
-    df = np.bincount(term, minlength=len(terms))
-    alive = df > 0
-    term = (np.cumsum(alive) - 1)[term]
-    terms = [t for t, a in zip(terms, alive.tolist()) if a]
-    order = np.argsort(doc, kind="stable")
-    term, doc, tf = term[order], doc[order], tf[order]
+    alive = sorted(np.flatnonzero(np.bincount(term, minlength=len(terms))).tolist(), key=terms.__getitem__)
+    rank = np.full(len(terms), -1, dtype=np.int64)  # a deleted file's last terms go, the others in write_bm25's order
+    rank[alive] = np.arange(len(alive))
+    terms = [terms[i] for i in alive]
+    order = np.argsort((rank[term] << 32) | doc, kind="stable")  # by term, then passage (kept: mostly sorted)
+    term, doc, tf = rank[term][order], doc[order], tf[order]
     lengths = np.bincount(doc, weights=tf, minlength=n).astype(np.int64)
+    df = np.bincount(term, minlength=len(terms))
     chunks = ((term[a:a + _BLOCK], doc[a:a + _BLOCK], tf[a:a + _BLOCK]) for a in range(0, len(term), _BLOCK))
-    nnz = write_bm25(tmp / "bm25", chunks, df[alive], lengths, terms, bm["k1"], bm["b"])
+    nnz = write_bm25(tmp / "bm25", chunks, df, lengths, terms, bm["k1"], bm["b"])
     return len(terms), nnz, float(lengths.mean())
 
 
@@ -312,16 +309,22 @@ def _write_titles(old: OpenIndex, plan: _Plan, old_rows: np.ndarray, conventions
     kept = np.flatnonzero(old_rows >= 0)
     row_map[old_rows[kept]] = kept
     rows = row_map[arrays.page_rows]
-    key_of = np.repeat(np.arange(len(arrays.key_hash)), np.diff(arrays.page_indptr))
-    keys: list[list[str]] = [[] for _ in range(len(old_rows))]
-    text: dict[int, str] = {}
-    for k, r in zip(key_of[rows >= 0].tolist(), rows[rows >= 0].tolist()):
-        if k not in text:
-            text[k] = bytes(arrays.key_text[int(arrays.key_offsets[k]):int(arrays.key_offsets[k + 1])]).decode("utf-8")
-        keys[r].append(text[k])
-    for r, p in zip(np.flatnonzero(old_rows < 0).tolist(), plan.fresh):
-        keys[r] = list(passage_keys(p, conventions))
-    merged = TitleArrays.merge([TitleBatch.from_keys(keys, 0)])
+    key_of = np.repeat(np.arange(len(arrays.key_hash)), np.diff(arrays.page_indptr))[rows >= 0]
+    rows = rows[rows >= 0]
+    offsets, blob = arrays.key_offsets.tolist(), arrays.key_text.tobytes()
+    # each kept key once (as a one-key row: its hash, CRC, first token, text), then the computed rows' keys
+    old_keys = TitleBatch.from_keys(([blob[offsets[k]:offsets[k + 1]].decode("utf-8")] for k in np.unique(key_of).tolist()), 0)
+    fresh = TitleBatch.from_keys((passage_keys(p, conventions) for p in plan.fresh), 0)
+    row = np.concatenate([rows, np.flatnonzero(old_rows < 0)[fresh.row]])
+    order = np.argsort(row, kind="stable")  # the entries in row order, as a build lists them
+
+    def cat(name: str) -> np.ndarray:
+        return np.concatenate([getattr(old_keys, name), getattr(fresh, name)])
+
+    batch = TitleBatch(np.concatenate([arrays.key_hash[key_of], fresh.key_hash])[order], row[order].astype(np.int32),
+                       cat("unique_hash"), cat("unique_crc"), cat("first_hash"), cat("first_len"),
+                       np.concatenate([old_keys.offsets, old_keys.offsets[-1] + fresh.offsets[1:]]), cat("text"))
+    merged = TitleArrays.merge([batch])
     merged.save(tmp)
     return merged
 
@@ -428,9 +431,8 @@ def update_index(index: str | Path, source: str | Path | None = None, *,
                               "(give its place with --from)")
         plan = _plan_jsonl(old, source, max_record_bytes, checkpoint)
     unit = "files" if plan.files is not None else "records"
-    reindexed = len(plan.fresh)
     if plan.same:
-        return UpdateReport(old.manifest, unit, *plan.counts, reindexed, True)
+        return UpdateReport(old.manifest, unit, *plan.counts, 0, True)
     _remove_stale_builds(index)
     tmp = index.with_name(f".{index.name}.building-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -440,4 +442,4 @@ def update_index(index: str | Path, source: str | Path | None = None, *,
         _swap(tmp, index)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # after the swap, the old index
-    return UpdateReport(manifest, unit, *plan.counts, reindexed, False)
+    return UpdateReport(manifest, unit, *plan.counts, len(plan.fresh), False)

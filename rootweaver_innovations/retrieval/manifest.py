@@ -37,7 +37,7 @@ MANIFEST = "manifest.json"
 PASSAGE_FILES = ("passages/records.jsonl", "passages/offsets.npy")
 BM25_FILES = ("bm25/indptr.npy", "bm25/indices.npy", "bm25/robertson.npy", "bm25/lucene.npy", "bm25/tf.npy",
               "bm25/vocab.json")
-CHUNKING_FILES = ("chunking/files.jsonl",)  # a folder's files as scanned (documents.file_records)
+CHUNKING_FILES = ("chunking/files.json",)  # a folder's files as scanned (documents.file_records)
 DTYPES = {"bm25/indptr.npy": np.int64, "bm25/indices.npy": np.int32, "bm25/robertson.npy": np.float32,
            "bm25/lucene.npy": np.float32, "bm25/tf.npy": np.int32, "passages/offsets.npy": np.int64, **TITLE_DTYPES}
 COMPONENT_FILES = {"passages": PASSAGE_FILES, "bm25": BM25_FILES, "titles": TITLE_FILES, "chunking": CHUNKING_FILES}

@@ -37,7 +37,7 @@ def _scan(folder: Path, earlier=None, skips=None, settings=ChunkingSettings(), *
 def _hashes(monkeypatch) -> list[str]:
     hashed: list[str] = []
     real = file_records._sha256
-    monkeypatch.setattr(file_records, "_sha256", lambda p: hashed.append(p.name) or real(p))
+    monkeypatch.setattr(file_records, "_sha256", lambda p: hashed.append(os.path.basename(p)) or real(p))
     return hashed
 
 
@@ -85,13 +85,16 @@ def test_a_file_over_the_limit_is_not_hashed(tmp_path, monkeypatch):
     assert records["big.txt"].skipped.startswith("larger than the 100-byte file limit")
 
 
-def test_records_round_trip_and_a_bad_line_is_named(tmp_path):
+def test_records_round_trip_and_a_bad_file_is_named(tmp_path):
     records = [FileRecord("a.txt", 3, 7, "0" * 64, 2), FileRecord("b.bin", 1, 8, "1" * 64, 0, "unsupported type .bin")]
-    path = tmp_path / "files.jsonl"
+    path = tmp_path / "files.json"
     path.write_bytes(records_bytes(records))
     assert read_records(path) == records
-    path.write_bytes(records_bytes(records) + b'{"path": 1}\n')
-    with pytest.raises(ValueError, match=r"files.jsonl:3: not a file record"):
+    path.write_bytes(records_bytes(records).replace(b'"chunks": [2, 0]', b'"chunks": [2, -1]'))
+    with pytest.raises(ValueError, match=r"files.json: column 'chunks' holds a value of the wrong type"):
+        read_records(path)
+    path.write_bytes(b"[]")
+    with pytest.raises(ValueError, match=r"files.json: not file records"):
         read_records(path)
 
 

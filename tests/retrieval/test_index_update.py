@@ -226,9 +226,9 @@ def test_update_refuses_a_missing_jsonl_corpus_and_damaged_file_records(docs, tm
     with pytest.raises(CorpusError, match="c.jsonl: file not found, and .* was built from a JSONL file"):
         update_index(tmp_path / "j")
     build_index(docs, tmp_path / "f")
-    records = tmp_path / "f" / "chunking" / "files.jsonl"
-    records.write_bytes(b"[" + records.read_bytes()[1:])  # same size: found by its shape
-    with pytest.raises(IndexFormatError, match=r"files.jsonl:1: not a file record; rebuild the index"):
+    records = tmp_path / "f" / "chunking" / "files.json"
+    records.write_bytes(records.read_bytes().replace(b'"chunks"', b'"chunkz"'))  # same size: found by its shape
+    with pytest.raises(IndexFormatError, match=r"files.json: not file records \(an object of the columns .*\); rebuild"):
         update_index(tmp_path / "f")
 
 
@@ -259,3 +259,12 @@ def test_per_row_components_are_carried_for_kept_rows_and_computed_for_the_other
     assert seen == [p.id for p in updated.passages if p.id.startswith("ebla/kings.txt#")]
     assert np.array_equal(np.load(idx / rel), rows(list(updated.passages))[rel])
     assert updated.component("rowlen") == {"files": [rel], "dims": 2} and verify_index(idx)
+
+
+def test_a_new_hidden_file_is_counted_as_a_fresh_build_counts_it(docs, tmp_path):
+    build_index(docs, tmp_path / "idx")
+    (docs / ".notes.txt").write_text("private\n", encoding="utf-8")
+    report = update_index(tmp_path / "idx")
+    assert not report.up_to_date and report.reindexed == 0
+    assert _manifest(tmp_path / "idx")["components"]["chunking"]["skipped"] == {"hidden file": 1}
+    _assert_fresh(tmp_path / "idx", docs, tmp_path)
