@@ -411,7 +411,7 @@ def update_index(index: str | Path, source: str | Path | None = None, *,
     it raises stops the update, leaving the old index whole. :class:`CorpusError` for a missing
     source or one that does not read (as :func:`~rootweaver_innovations.retrieval.index_build.build_index`
     refuses it)."""
-    index = Path(os.path.abspath(index))
+    index = Path(os.path.realpath(index))  # a link to the index: the directory it names is replaced
     checkpoint = checkpoint or (lambda: None)
     old = open_index(index)
     unknown = sorted(set(old.manifest.components) - _BUILT_IN - set(ROW_COMPONENTS))

@@ -268,3 +268,12 @@ def test_a_new_hidden_file_is_counted_as_a_fresh_build_counts_it(docs, tmp_path)
     assert not report.up_to_date and report.reindexed == 0
     assert _manifest(tmp_path / "idx")["components"]["chunking"]["skipped"] == {"hidden file": 1}
     _assert_fresh(tmp_path / "idx", docs, tmp_path)
+
+
+def test_an_index_given_by_a_link_is_updated_where_the_link_points(docs, tmp_path):
+    build_index(docs, tmp_path / "idx")
+    (tmp_path / "current").symlink_to(tmp_path / "idx")
+    (docs / "mari.html").unlink()
+    assert update_index(tmp_path / "current").removed == 1
+    assert (tmp_path / "current").is_symlink() and verify_index(tmp_path / "idx")
+    _assert_fresh(tmp_path / "idx", docs, tmp_path)
