@@ -1,4 +1,4 @@
-"""``rootweaver index``: build, inspect, verify and export a persisted, memory-mapped corpus index."""
+"""``rootweaver index``: build, update, inspect, verify and export a persisted, memory-mapped corpus index."""
 
 from __future__ import annotations
 
@@ -58,6 +58,25 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
         skips.summary(f"{args.corpus}: {m.corpus.passages:,} chunks{docs}")
     print(f"built {args.out}: {m.corpus.passages:,} passages{docs}, {bm['vocab_size']:,} terms, {bm['nnz']:,} "
           f"postings in {time.perf_counter() - start:.1f} s (conventions {m.conventions['name']})")
+    return 0
+
+
+def _cmd_index_update(args: argparse.Namespace) -> int:
+    """Update an index in place from its corpus; skips on stderr, one summary line on stdout."""
+    from rootweaver_innovations.retrieval.index_update import update_index
+
+    start, skips = time.perf_counter(), SkipReport()
+    with signals_as_exceptions() as latch:  # SIGTERM / SIGINT before the swap leave the old index whole
+        r = update_index(args.index, args.source, on_skip=skips, max_record_bytes=args.max_record_bytes,
+                         checkpoint=latch.check)
+    n = r.manifest.corpus.passages
+    if skips.skipped:
+        skips.summary(f"{r.manifest.corpus.path}: {n:,} chunks")
+    if r.up_to_date:
+        print(f"{args.index} is up to date with {r.manifest.corpus.path} ({n:,} passages)")
+        return 0
+    print(f"updated {args.index}: {r.changed:,} changed, {r.added:,} added, {r.removed:,} removed {r.unit}; "
+          f"{r.reindexed:,} of {n:,} passages indexed again in {time.perf_counter() - start:.1f} s")
     return 0
 
 
@@ -134,6 +153,22 @@ def add_index_parser(sub: Any) -> None:
     chunking_options(build)
     conventions_option(build)
     build.set_defaults(func=_cmd_index_build)
+    update = isub.add_parser(
+        "update", help="bring an index in line with the folder or JSONL file it was built from",
+        description="Re-read only what changed since the index was built or last updated: files of a folder "
+        "whose size and mtime (else SHA-256) changed, new and deleted files; records of a JSONL file whose "
+        "line changed, new and deleted ids. Kept passages keep their ids; BM25 statistics and the title "
+        "index are recomputed, so the result equals a fresh build. The new index is written beside the old "
+        "one and swapped in atomically; a failure or Ctrl-C before the swap leaves the old index whole. "
+        "A running `serve` or `mcp` keeps the index it opened until restarted. An index of another format "
+        "version or fingerprint is refused (exit 2): rebuild it with `rootweaver index build`.")
+    update.add_argument("index", type=Path, help="index directory built by `rootweaver index build`")
+    update.add_argument("--from", dest="source", type=Path, metavar="PATH",
+                        help="the corpus folder or JSONL file (default: the absolute path the manifest records; "
+                        "give this when it moved)")
+    knob_option(update, "--max-record-bytes", "retriever.max_record_bytes", type=positive_int,
+                help="refuse a corpus line longer than this")
+    update.set_defaults(func=_cmd_index_update)
     info = isub.add_parser("info", help="show an index's manifest (format, corpus, tokenizer, components) and "
                                         "what metadata its documents carry")
     info.add_argument("dir", type=Path)

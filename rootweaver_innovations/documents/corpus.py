@@ -20,18 +20,19 @@ from pathlib import Path
 from typing import Any
 
 from rootweaver_innovations.defaults import MAX_RECORD_BYTES
-from rootweaver_innovations.documents.metadata import META_FIELDS, DocumentMeta, meta_of
+from rootweaver_innovations.documents.metadata import META_FIELDS, DocumentMeta, MetaSummary, meta_of
 from rootweaver_innovations.text import MONTHS
 
 __all__ = [
-    "MAX_RECORD_BYTES",
     "CorpusError",
     "DocumentMeta",
     "FileNotice",
+    "MAX_RECORD_BYTES",
     "Passage",
     "Source",
     "bounded_lines",
     "load_corpus_jsonl",
+    "meta_summary",
     "passage_from_object",
     "read_jsonl",
     "record_object",
@@ -302,3 +303,15 @@ def _sentences(value: Any, name: str) -> tuple[str, ...]:
     if not sents:
         raise CorpusError(f"field {name!r} has no non-blank sentence")
     return sents
+
+
+def meta_summary(records: Path) -> MetaSummary:
+    """The :class:`~rootweaver_innovations.documents.metadata.MetaSummary` of an index's records
+    file, counting each record, or the first chunk of each document, once (what ``index build``
+    counts while it reads); :class:`CorpusError` naming the file and line for a bad record."""
+    meta = MetaSummary()
+    for lineno, obj in read_jsonl(records):
+        p = passage_from_object(obj, records, lineno, lambda _notice: None)
+        if p.source is None or p.source.position == 0:
+            meta.add(p.meta if p.source is None else p.source.meta)
+    return meta

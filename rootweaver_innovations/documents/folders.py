@@ -35,6 +35,7 @@ without it, a one-line ``CorpusError`` says how to install it.
 from __future__ import annotations
 
 import bisect
+import importlib.util
 import json
 import os
 import re
@@ -61,8 +62,8 @@ from rootweaver_innovations.documents.formats import DOCUMENT_TYPES, Unreadable,
 from rootweaver_innovations.defaults import CHUNK_TOKENS, MAX_FILE_BYTES, OVERLAP_TOKENS
 
 __all__ = ["DOCUMENT_TYPES", "READING_FILE", "ChunkingSettings", "DocumentScan", "FileNotice", "ReadingBudget",
-           "SkippedFile", "count_by_reason", "iter_document_passages", "load_documents", "load_reading_budget",
-           "passage_record", "warn_notice"]
+           "SkippedFile", "count_by_reason", "iter_document_files", "iter_document_passages", "load_documents",
+           "load_reading_budget", "no_document_error", "passage_record", "warn_notice"]
 
 INSTALL_HINT = "pip install 'rootweaver[documents]'"
 READING_FILE = Path(__file__).resolve().parents[1] / "data" / "reading_budget.json"
@@ -217,49 +218,83 @@ def iter_document_passages(root: str | Path, settings: ChunkingSettings, on_skip
     ``on_skip`` is called for each file that yields none, ``on_notice`` once for each file
     chunked with a problem (before its chunks). :class:`CorpusError` when ``root`` is
     not a readable directory, when the extra ``documents`` is missing, or when no file yields a
-    chunk (the message counts the skips by reason)."""
+    chunk (the message counts the skips by reason, :func:`no_document_error`)."""
+    skipped: list[SkippedFile] = []
+
+    def skip(s: SkippedFile) -> None:
+        skipped.append(s)
+        on_skip(s)
+
+    found = 0
+    for _rel, _entry, chunk in iter_document_files(root, settings, skip, conventions, on_notice):
+        for p in chunk():
+            found += 1
+            yield p
+    if not found:
+        raise no_document_error(Path(root), skipped)
+
+
+def no_document_error(root: Path, skipped: Iterable[SkippedFile]) -> CorpusError:
+    """The error of a folder ``root`` that gave no chunk, counting its ``skipped`` files by reason."""
+    counts = ", ".join(f"{n} {r}" for r, n in count_by_reason(skipped).items()) or "no files"
+    return CorpusError(f"{root}: no document to index ({counts}); supported: "
+                       f"{', '.join(sorted(DOCUMENT_TYPES))}, any other UTF-8 text file, and .gz of the text ones")
+
+
+def iter_document_files(root: str | Path, settings: ChunkingSettings, on_skip: Callable[[SkippedFile], None],
+                        conventions: Conventions, on_notice: Callable[[FileNotice], None] = warn_notice
+                        ) -> Iterator[tuple[str, os.DirEntry, Callable[[], list[Passage]]]]:
+    """``(path relative to root, entry, chunk)`` of every regular file under ``root`` in
+    :func:`_walk`'s order, without reading it (``entry``: its :class:`os.DirEntry`, whose
+    ``stat()`` follows a link): ``chunk()`` reads and cuts the file as
+    :func:`iter_document_passages` does and returns its chunks, or ``[]`` after telling
+    ``on_skip`` why (a caller may leave a file unread, e.g. one unchanged since an index
+    recorded it). What the walk itself skips goes to ``on_skip`` as it is met. :class:`CorpusError`
+    when ``root`` is not a directory or the extra ``documents`` is missing."""
     root = Path(root)
     if not root.is_dir():
         raise CorpusError(f"{root}: not a directory")
     split = _splitter(settings)
-    skipped: list[SkippedFile] = []
 
     def skip(rel: str, reason: str) -> None:
-        skipped.append(SkippedFile(rel, reason))
-        on_skip(skipped[-1])
+        on_skip(SkippedFile(rel, reason))
 
-    found = 0
-    for rel, path in _walk(root, skip):
-        kind = kind_of(path, rel)
-        if kind is None:
-            skip(rel, f"unsupported type {''.join(Path(rel).suffixes[-2:]) or '(no suffix)'}")
-            continue
-        try:
-            doc = read_document(path, rel, kind, settings.max_file_bytes)
-        except Unreadable as exc:
-            skip(rel, str(exc))
-            continue
-        chunks = [(headings, text, subject) for headings, body in doc.sections
-                  for text, subject in _subjects(body, split(body), doc.title, conventions)]
-        if not chunks:
-            skip(rel, "no text" if doc.problem is None else f"no text ({doc.problem})")
-            continue
-        if doc.problem is not None:
-            on_notice(FileNotice(rel, doc.problem))
-        ids = [f"{rel}#{n}" for n in range(len(chunks))]
-        fallback = re.sub(r"[_\-]+", " ", Path(rel.removesuffix(".gz")).stem).strip() or rel
-        carried = None
-        for n, (headings, text, subject) in enumerate(chunks):
-            found += 1
-            carried = subject or carried  # untitled text: the name its paragraph is about, over cuts and sections
-            yield Passage(ids[n], doc.title or (headings[0] if headings else None) or carried or fallback,
-                          split_sentences(text, abbreviations=True),
-                          Source(rel, headings, n, ids[n - 1] if n else None, ids[n + 1] if n + 1 < len(ids) else None,
-                                 doc.meta))
-    if not found:
-        counts = ", ".join(f"{n} {r}" for r, n in count_by_reason(skipped).items()) or "no files"
-        raise CorpusError(f"{root}: no document to index ({counts}); supported: "
-                          f"{', '.join(sorted(DOCUMENT_TYPES))}, any other UTF-8 text file, and .gz of the text ones")
+    for rel, entry in _walk(root, skip):
+        yield rel, entry, lambda rel=rel, entry=entry: _file_chunks(rel, Path(entry.path), split, settings, conventions,
+                                                                   skip, on_notice)
+
+
+def _file_chunks(rel: str, path: Path, split: Callable[[str], list[str]], settings: ChunkingSettings,
+                 conventions: Conventions, skip: Callable[[str, str], None],
+                 on_notice: Callable[[FileNotice], None]) -> list[Passage]:
+    """The chunks of the file ``path`` (``rel`` in its folder), or ``[]`` after ``skip(rel, reason)``."""
+    kind = kind_of(path, rel)
+    if kind is None:
+        skip(rel, f"unsupported type {''.join(Path(rel).suffixes[-2:]) or '(no suffix)'}")
+        return []
+    try:
+        doc = read_document(path, rel, kind, settings.max_file_bytes)
+    except Unreadable as exc:
+        skip(rel, str(exc))
+        return []
+    chunks = [(headings, text, subject) for headings, body in doc.sections
+              for text, subject in _subjects(body, split(body), doc.title, conventions)]
+    if not chunks:
+        skip(rel, "no text" if doc.problem is None else f"no text ({doc.problem})")
+        return []
+    if doc.problem is not None:
+        on_notice(FileNotice(rel, doc.problem))
+    ids = [f"{rel}#{n}" for n in range(len(chunks))]
+    fallback = re.sub(r"[_\-]+", " ", Path(rel.removesuffix(".gz")).stem).strip() or rel
+    carried = None
+    out = []
+    for n, (headings, text, subject) in enumerate(chunks):
+        carried = subject or carried  # untitled text: the name its paragraph is about, over cuts and sections
+        out.append(Passage(ids[n], doc.title or (headings[0] if headings else None) or carried or fallback,
+                           split_sentences(text, abbreviations=True),
+                           Source(rel, headings, n, ids[n - 1] if n else None,
+                                  ids[n + 1] if n + 1 < len(ids) else None, doc.meta)))
+    return out
 
 
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")  # between paragraphs
@@ -296,46 +331,72 @@ def _subjects(body: str, chunks: list[str], title: str | None,
         yield chunk, names[k] if k >= 0 else None
 
 
-def _walk(root: Path, skip: Callable[[str, str], None]) -> Iterator[tuple[str, Path]]:
-    """``(path relative to root, path)`` of every file under ``root``: each folder's files by
+def _walk(root: Path, skip: Callable[[str, str], None]) -> Iterator[tuple[str, os.DirEntry]]:
+    """``(path relative to root, entry)`` of every file under ``root``: each folder's files by
     name, then its subfolders by name (not followed when linked); hidden entries and anything
-    that is not a regular file (or a link to one) are reported to ``skip``."""
-    def failed(exc: OSError) -> None:
-        skip(Path(exc.filename or root).relative_to(root).as_posix() if exc.filename else ".",
-             f"unreadable directory ({exc.strerror})")
-
-    for dirpath, dirnames, filenames in os.walk(root, onerror=failed):
-        here = Path(dirpath)
-        for d in sorted(dirnames):
-            if d.startswith(".") or (here / d).is_symlink():
-                skip((here / d).relative_to(root).as_posix(), "hidden directory" if d.startswith(".")
-                     else "linked directory (not followed)")
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and not (here / d).is_symlink())
-        for name in sorted(filenames):
-            path = here / name
-            rel = path.relative_to(root).as_posix()
-            if name.startswith("."):
-                skip(rel, "hidden file")
-            elif not path.is_file():
-                skip(rel, "not a regular file")
+    that is not a regular file (or a link to one) are reported to ``skip``. One ``scandir`` per
+    folder: an entry's type comes with it, so a regular file costs no ``stat`` here."""
+    pending = [("", root)]
+    while pending:
+        prefix, here = pending.pop()
+        try:
+            with os.scandir(here) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            skip(prefix.rstrip("/") or ".", f"unreadable directory ({exc.strerror})")
+            continue
+        dirs = [e for e in entries if _is_dir(e)]
+        names = {e.name for e in dirs}
+        for e in dirs:
+            if e.name.startswith(".") or e.is_symlink():
+                skip(prefix + e.name, "hidden directory" if e.name.startswith(".") else "linked directory (not followed)")
+        for e in entries:
+            if e.name in names:
+                continue
+            if e.name.startswith("."):
+                skip(prefix + e.name, "hidden file")
+            elif not _is_file(e):
+                skip(prefix + e.name, "not a regular file")
             else:
-                yield rel, path
+                yield prefix + e.name, e
+        pending.extend((prefix + e.name + "/", here / e.name) for e in reversed(dirs)
+                       if not e.name.startswith(".") and not e.is_symlink())
+
+
+def _is_dir(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 def _splitter(settings: ChunkingSettings) -> Callable[[str], list[str]]:
     """``text -> chunks`` under ``settings``; :class:`CorpusError` naming the extra when the
-    text splitters are not installed."""
-    try:
-        import frontmatter  # noqa: F401 - read by formats._front_matter; checked before any file is read
-        import pypdf  # noqa: F401 - read by _read_pdf; checked before any file is read
-        from langchain_text_splitters import RecursiveCharacterTextSplitter
-    except ImportError:
-        raise CorpusError(f"reading a folder of documents needs the extra 'documents': {INSTALL_HINT}") from None
-    counter = default_token_counter()
-    splitter = RecursiveCharacterTextSplitter(
-        chunk_size=settings.chunk_tokens, chunk_overlap=settings.overlap_tokens, length_function=counter.count,
-        separators=list(_SEPARATORS), is_separator_regex=True, keep_separator="end", strip_whitespace=True)
-    return lambda text: [c for block in _blocks(text) for c in splitter.split_text(block) if c.strip()]
+    text splitters are not installed. The extra is checked here, before any file is read; the
+    splitter and its tokenizer are loaded by the first text cut (a scan that reads no file
+    loads neither)."""
+    if any(importlib.util.find_spec(name) is None for name in ("frontmatter", "pypdf", "langchain_text_splitters")):
+        raise CorpusError(f"reading a folder of documents needs the extra 'documents': {INSTALL_HINT}")
+    return lambda text: [c for block in _blocks(text) for c in _recursive_splitter(settings).split_text(block)
+                         if c.strip()]
+
+
+@lru_cache(maxsize=4)
+def _recursive_splitter(settings: ChunkingSettings) -> Any:
+    """The ``RecursiveCharacterTextSplitter`` of ``settings`` (sizes in reader tokens)."""
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    return RecursiveCharacterTextSplitter(
+        chunk_size=settings.chunk_tokens, chunk_overlap=settings.overlap_tokens,
+        length_function=default_token_counter().count, separators=list(_SEPARATORS), is_separator_regex=True,
+        keep_separator="end", strip_whitespace=True)
 
 
 def _blocks(text: str, size: int = _BLOCK_CHARS) -> Iterator[str]:

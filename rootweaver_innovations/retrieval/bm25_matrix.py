@@ -121,13 +121,12 @@ def count_chunk(tokens: Sequence[Sequence[str]], vocab: Vocabulary, first_doc: i
 
 def idf_weights(df: np.ndarray, num_docs: int) -> dict[str, np.ndarray]:
     """float32 Robertson (floored at 0) and Lucene idf per term, as bm25s computes them."""
-    rob = np.zeros(len(df), dtype=np.float32)
-    luc = np.zeros(len(df), dtype=np.float32)
-    for t, d in enumerate(df.tolist()):
-        if d:
-            inner = (num_docs - d + 0.5) / (d + 0.5)
-            rob[t] = math.log(max(inner, 1))
-            luc[t] = math.log(1 + inner)
+    log = math.log
+    inner = [(num_docs - d + 0.5) / (d + 0.5) for d in df.tolist()]
+    rob = np.array([log(max(x, 1)) for x in inner], dtype=np.float64).astype(np.float32)
+    luc = np.array([log(1 + x) for x in inner], dtype=np.float64).astype(np.float32)
+    absent = np.asarray(df) == 0
+    rob[absent] = luc[absent] = 0
     return {"robertson": rob, "lucene": luc}
 
 
@@ -150,7 +149,9 @@ def saturation(tf: np.ndarray, lengths: np.ndarray, avg_length: float, k1: float
 def scatter_scores(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], df: np.ndarray,
                    lengths: np.ndarray, k1: float, b: float, out: Mapping[str, np.ndarray]) -> np.ndarray:
     """Fill ``out["indices"]``, ``out["robertson"]``, ``out["lucene"]`` (length ``df.sum()``)
-    from ``(term, doc, tf)`` chunks given in ascending passage order; return ``indptr``.
+    and, when ``out`` has one, ``out["tf"]`` (the term frequencies) from ``(term, doc, tf)``
+    chunks that give each term's passages in ascending order (chunks in ascending passage
+    order do, as do chunks of triples sorted by term then passage); return ``indptr``.
 
     ``lengths`` holds every passage's token count (its mean is the average length).
     """
@@ -161,13 +162,15 @@ def scatter_scores(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], 
     avg = lengths.mean()
     for term, doc, tf in chunks:
         order = np.argsort(term, kind="stable")  # by term, passages stay ascending
-        term, doc, tf = term[order], doc[order], tf[order].astype(np.float64)
+        term, doc, tf = term[order], doc[order], tf[order]
         counts = np.bincount(term, minlength=len(df))
         first = np.cumsum(counts) - counts
         pos = heads[term] + (np.arange(len(term)) - first[term])
         heads += counts
-        tfc = saturation(tf, lengths[doc].astype(np.float64), avg, k1, b)
+        tfc = saturation(tf.astype(np.float64), lengths[doc].astype(np.float64), avg, k1, b)
         out["indices"][pos] = doc
+        if "tf" in out:
+            out["tf"][pos] = tf
         for name in IDFS:
             out[name][pos] = (idf[name][term].astype(np.float64) * tfc).astype(np.float32)
     return indptr

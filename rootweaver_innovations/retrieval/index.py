@@ -8,9 +8,12 @@ Layout of an index directory (``rootweaver index build CORPUS --out DIR``)::
                                  entry per named component (:mod:`.manifest`)
     DIR/passages/records.jsonl   the corpus's JSON lines, one per passage (blank lines dropped)
     DIR/passages/offsets.npy     int64 byte offsets, N + 1
-    DIR/bm25/indptr.npy ...      the BM25Matrix arrays (indices, robertson, lucene) and
-    DIR/bm25/vocab.json          the terms in column order
+    DIR/bm25/indptr.npy ...      the BM25Matrix arrays (indices, robertson, lucene), tf.npy
+                                 (each posting's term frequency, what an update re-uses) and
+    DIR/bm25/vocab.json          the terms in column order (sorted)
     DIR/titles/*.npy             the loop's title index (:class:`~rootweaver_innovations.retrieval.titles.TitleArrays`)
+    DIR/chunking/files.json      for a folder: each file's size, mtime, SHA-256 and chunk count
+                                 (:mod:`~rootweaver_innovations.documents.file_records`)
 
 Components are named entries of ``manifest["components"]`` (``passages``, ``bm25``,
 ``titles``, and for a folder ``chunking``: the chunk settings, document count and skips),
@@ -33,6 +36,7 @@ the manifest (``rootweaver index verify DIR``).
 
 Every file's size and SHA-256 are in ``manifest["files"]``. Building is
 :mod:`~rootweaver_innovations.retrieval.index_build`'s; :func:`build_index` is re-exported here.
+Updating one in place from its corpus is :mod:`~rootweaver_innovations.retrieval.index_update`'s.
 """
 
 from __future__ import annotations

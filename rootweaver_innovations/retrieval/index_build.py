@@ -26,7 +26,7 @@ import shutil
 import time
 from array import array
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from itertools import islice
@@ -48,31 +48,26 @@ from rootweaver_innovations.documents.corpus import (
     record_object,
     warn_notice,
 )
-from rootweaver_innovations.documents.folders import (
-    ChunkingSettings,
-    SkippedFile,
-    count_by_reason,
-    iter_document_passages,
-    passage_record,
-)
+from rootweaver_innovations.documents.file_records import records_bytes, scan_folder
+from rootweaver_innovations.documents.folders import ChunkingSettings, SkippedFile, count_by_reason, passage_record
 from rootweaver_innovations.documents.metadata import MetaSummary
 from rootweaver_innovations.retrieval.titles import TITLE_FILES, TitleArrays, TitleBatch, last_file_subject, passage_keys
 from rootweaver_innovations.retrieval.bm25_matrix import IDFS, Vocabulary, count_chunk, scatter_scores
 from rootweaver_innovations.retrieval.manifest import (
-    ALL_FILES,
     BM25_FILES,
+    CHUNKING_FILES,
     PASSAGE_FILES,
     FORMAT_VERSION,
     MANIFEST,
     CorpusFingerprint,
     IndexFormatError,
     IndexManifest,
+    file_entries,
     index_fingerprint,
-    sha256_of,
 )
 from rootweaver_innovations.retrieval.tokens import corpus_tokens, tokenizer_settings
 
-__all__ = ["BuildProgress", "build_index"]
+__all__ = ["BuildProgress", "build_index", "write_bm25"]
 
 _TRIPLE = np.dtype([("term", np.int32), ("doc", np.int32), ("tf", np.int32)])
 
@@ -133,10 +128,12 @@ def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: floa
     """Build the index of the JSONL ``corpus`` (``.gz`` read transparently) into ``out``.
 
     A folder ``corpus`` is first cut into passages by
-    :func:`~rootweaver_innovations.documents.folders.iter_document_passages` under ``chunking`` (each
+    :func:`~rootweaver_innovations.documents.file_records.scan_folder` under ``chunking`` (each
     file it skips goes to ``on_skip``), written as JSONL records with their ``source``, and
     indexed like a file; the manifest's ``corpus`` then fingerprints those records, and its
-    ``chunking`` component holds the settings, the document count and the skips by reason.
+    ``chunking`` component holds the settings, the document count, the skips by reason and
+    the file ``chunking/files.json`` (every file's size, mtime, SHA-256 and chunk count).
+    The manifest records the corpus by its absolute path.
 
     ``out`` must not exist (the index is written to a sibling temporary directory and
     renamed when complete, so a failed build leaves nothing behind). Chunks of
@@ -173,8 +170,9 @@ def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: floa
                               on_notice)
             records.unlink()
             manifest = dataclasses.replace(
-                manifest, corpus=dataclasses.replace(manifest.corpus, path=str(corpus)),
+                manifest, corpus=dataclasses.replace(manifest.corpus, path=os.path.abspath(corpus)),
                 components={**manifest.components, "chunking": chunked},
+                files={**manifest.files, **file_entries(tmp, CHUNKING_FILES)},
                 conventions={"name": conventions.name, "fingerprint": index_fingerprint(conventions, chunking.describe())})
         else:
             manifest = _build(corpus, tmp, k1, b, chunk_size, workers, progress, max_record_bytes, conventions,
@@ -372,33 +370,51 @@ def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, worker
     if n == 0:
         raise CorpusError(f"{corpus}: no passages")
     np.save(tmp / "passages" / "offsets.npy", np.frombuffer(offsets, dtype=np.int64))
-    nnz = int(df.sum())
-    bm = tmp / "bm25"
-    out = {"indices": np.lib.format.open_memmap(bm / "indices.npy", "w+", np.int32, (nnz,)),
-           **{name: np.lib.format.open_memmap(bm / f"{name}.npy", "w+", np.float32, (nnz,)) for name in IDFS}}
     spilled = np.memmap(tmp / "triples.tmp", dtype=_TRIPLE, mode="r")
     bounds = np.cumsum([0, *chunk_nnz])
     chunks = ((c["term"], c["doc"], c["tf"]) for c in (spilled[a:z] for a, z in zip(bounds[:-1], bounds[1:])))
-    indptr = scatter_scores(chunks, df, np.frombuffer(lengths, dtype=np.int64), k1, b, out)
-    for arr in out.values():
-        arr.flush()
-    del out, spilled
+    nnz = write_bm25(tmp / "bm25", chunks, df, np.frombuffer(lengths, dtype=np.int64), list(vocab), k1, b)
+    del spilled
     (tmp / "triples.tmp").unlink()
-    np.save(bm / "indptr.npy", indptr)
-    (bm / "vocab.json").write_text(json.dumps(list(vocab), ensure_ascii=False), encoding="utf-8")
     title_arrays = TitleArrays.merge(titles)
     del titles
     title_arrays.save(tmp)
     manifest = IndexManifest(
-        FORMAT_VERSION, CorpusFingerprint(str(corpus), raw.sha256.hexdigest(), raw.count, n), tokenizer_settings(),
+        FORMAT_VERSION, CorpusFingerprint(os.path.abspath(corpus), raw.sha256.hexdigest(), raw.count, n),
+        tokenizer_settings(),
         {"passages": {"files": list(PASSAGE_FILES), "count": n},
          "bm25": {"files": list(BM25_FILES), "k1": k1, "b": b, "vocab_size": len(vocab), "nnz": nnz,
                   "avg_length": float(np.frombuffer(lengths, dtype=np.int64).mean())},
          "titles": {"files": list(TITLE_FILES), **title_arrays.counts()}, "metadata": meta.to_json()},
-        {f: {"bytes": (tmp / f).stat().st_size, "sha256": sha256_of(tmp / f)} for f in ALL_FILES},
+        file_entries(tmp, (*PASSAGE_FILES, *BM25_FILES, *TITLE_FILES)),
         {"name": conventions.name, "fingerprint": index_fingerprint(conventions)},
     )
     return manifest
+
+
+def write_bm25(directory: Path, chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], df: np.ndarray,
+               lengths: np.ndarray, terms: Sequence[str], k1: float, b: float) -> int:
+    """Write the BM25 files of :data:`~rootweaver_innovations.retrieval.manifest.BM25_FILES` into
+    ``directory`` from ``(term, doc, tf)`` chunks as :func:`~rootweaver_innovations.retrieval.bm25_matrix.scatter_scores`
+    takes them, ``terms[t]`` the
+    term of id ``t`` (each with ``df[t] > 0``) and ``lengths`` every passage's token count;
+    returns the number of postings. Columns follow the terms' sorted order, so the files do not
+    depend on the order terms were first met (an update writes what a build of its corpus writes)."""
+    order = sorted(range(len(terms)), key=terms.__getitem__)
+    rank = np.empty(len(terms), dtype=np.int32)
+    rank[order] = np.arange(len(terms), dtype=np.int32)
+    df = df[order]
+    nnz = int(df.sum())
+    out = {"indices": np.lib.format.open_memmap(directory / "indices.npy", "w+", np.int32, (nnz,)),
+           **{name: np.lib.format.open_memmap(directory / f"{name}.npy", "w+", np.float32, (nnz,)) for name in IDFS},
+           "tf": np.lib.format.open_memmap(directory / "tf.npy", "w+", np.int32, (nnz,))}
+    indptr = scatter_scores(((rank[t], d, f) for t, d, f in chunks), df, lengths, k1, b, out)
+    for arr in out.values():
+        arr.flush()
+    del out
+    np.save(directory / "indptr.npy", indptr)
+    (directory / "vocab.json").write_text(json.dumps([terms[i] for i in order], ensure_ascii=False), encoding="utf-8")
+    return nnz
 
 
 def _chunk_folder(folder: Path, tmp: Path, chunking: ChunkingSettings,
@@ -406,23 +422,28 @@ def _chunk_folder(folder: Path, tmp: Path, chunking: ChunkingSettings,
                   progress: Callable[[BuildProgress], None] | None,
                   conventions: Conventions, on_notice: Callable[[FileNotice], None]) -> tuple[Path, dict[str, Any]]:
     """Chunk ``folder`` into a JSONL records file in ``tmp`` (``progress`` hears a ``chunking``
-    report at most every 0.2 s); that file and the manifest's ``chunking`` component."""
+    report at most every 0.2 s) and record its files in ``tmp/chunking/files.json``
+    (:mod:`~rootweaver_innovations.documents.file_records`, what ``index update`` compares);
+    the records file and the manifest's ``chunking`` component."""
     start = last = time.perf_counter()
     skips: list[SkippedFile] = []
-    documents: set[str] = set()
 
     def skipped(s: SkippedFile) -> None:
         skips.append(s)
         if on_skip is not None:
             on_skip(s)
 
-    records = tmp / "documents.jsonl"
+    records, files, n = tmp / "documents.jsonl", [], 0
     with open(records, "w", encoding="utf-8") as fh:
-        for n, p in enumerate(iter_document_passages(folder, chunking, skipped, conventions, on_notice), 1):
-            documents.add(p.source.path)
-            fh.write(json.dumps(passage_record(p), ensure_ascii=False) + "\n")
-            if progress is not None and (now := time.perf_counter()) - last >= 0.2:
-                last = now
-                progress(BuildProgress(n, 0, 0, now - start, chunking=True))
-    return records, {**chunking.describe(), "files": [], "documents": len(documents),
-                     "skipped": count_by_reason(skips)}
+        for scanned in scan_folder(folder, chunking, conventions, skipped, on_notice=on_notice):
+            files.append(scanned.record)
+            for p in scanned.passages:
+                n += 1
+                fh.write(json.dumps(passage_record(p), ensure_ascii=False) + "\n")
+                if progress is not None and (now := time.perf_counter()) - last >= 0.2:
+                    last = now
+                    progress(BuildProgress(n, 0, 0, now - start, chunking=True))
+    (tmp / "chunking").mkdir()
+    (tmp / CHUNKING_FILES[0]).write_bytes(records_bytes(files))
+    return records, {**chunking.describe(), "files": list(CHUNKING_FILES),
+                     "documents": sum(1 for f in files if f.chunks), "skipped": count_by_reason(skips)}

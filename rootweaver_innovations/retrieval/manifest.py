@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -29,19 +29,19 @@ from rootweaver_innovations.retrieval.titles import TITLE_COUNTS, TITLE_DTYPES, 
 from rootweaver_innovations.retrieval.tokens import tokenizer_settings
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "CorpusFingerprint", "IndexFormatError", "IndexManifest",
-           "check_built_here", "chunking_settings", "index_fingerprint", "read_manifest", "sha256_of"]
+           "check_built_here", "chunking_settings", "file_entries", "index_fingerprint", "read_manifest", "sha256_of"]
 
 FORMAT = "rootweaver-index"
-FORMAT_VERSION = 5  # the manifest's layout; what decides tokens and keys is the fingerprint (index_fingerprint)
+FORMAT_VERSION = 6  # the manifest's layout; what decides tokens and keys is the fingerprint (index_fingerprint)
 MANIFEST = "manifest.json"
 PASSAGE_FILES = ("passages/records.jsonl", "passages/offsets.npy")
-BM25_FILES = ("bm25/indptr.npy", "bm25/indices.npy", "bm25/robertson.npy", "bm25/lucene.npy", "bm25/vocab.json")
+BM25_FILES = ("bm25/indptr.npy", "bm25/indices.npy", "bm25/robertson.npy", "bm25/lucene.npy", "bm25/tf.npy",
+              "bm25/vocab.json")
+CHUNKING_FILES = ("chunking/files.json",)  # a folder's files as scanned (documents.file_records)
 DTYPES = {"bm25/indptr.npy": np.int64, "bm25/indices.npy": np.int32, "bm25/robertson.npy": np.float32,
-           "bm25/lucene.npy": np.float32, "passages/offsets.npy": np.int64, **TITLE_DTYPES}
-COMPONENT_FILES = {"passages": PASSAGE_FILES, "bm25": BM25_FILES, "titles": TITLE_FILES}
-ALL_FILES = tuple(f for files in COMPONENT_FILES.values() for f in files)  # what a build writes
-_TRIPLE = np.dtype([("term", np.int32), ("doc", np.int32), ("tf", np.int32)])
-
+           "bm25/lucene.npy": np.float32, "bm25/tf.npy": np.int32, "passages/offsets.npy": np.int64, **TITLE_DTYPES}
+COMPONENT_FILES = {"passages": PASSAGE_FILES, "bm25": BM25_FILES, "titles": TITLE_FILES, "chunking": CHUNKING_FILES}
+ALL_FILES = tuple(f for files in COMPONENT_FILES.values() for f in files)  # what a build may write
 
 
 class IndexFormatError(ValueError):
@@ -50,7 +50,8 @@ class IndexFormatError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class CorpusFingerprint:
-    """The corpus an index was built from: its path as given, SHA-256 and size of its bytes."""
+    """The corpus an index was built from: its absolute path, SHA-256 and size of its bytes (for
+    a folder, of the JSONL records it was cut into) and the passages it gave."""
 
     path: str
     sha256: str
@@ -224,6 +225,11 @@ def check_built_here(path: Path, manifest: IndexManifest, conventions: str | Non
                                f"{current[:12]} (the code that decides index tokens and keys changed); rebuild it "
                                "with `rootweaver index build`")
     return member
+
+
+def file_entries(directory: Path, names: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """``manifest["files"]`` entries ``{"bytes", "sha256"}`` of the files ``names`` under ``directory``, in that order."""
+    return {f: {"bytes": (directory / f).stat().st_size, "sha256": sha256_of(directory / f)} for f in names}
 
 
 def sha256_of(corpus: Path) -> str:

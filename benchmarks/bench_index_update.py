@@ -1,0 +1,193 @@
+"""`rootweaver index update` against a full `index build` of a folder, and the equality of the two.
+
+    python benchmarks/bench_index_update.py [--files 10000] [--seed 0] [--news 50]
+
+Writes a synthetic folder of ``--files`` small documents (the bundled demo and HotpotQA
+paragraphs of ``bench_index.py``, each one file: two in three Markdown with the title as its
+heading, the others plain text opening with it; picked and shuffled with ``--seed``; 100 files a
+subfolder), builds its index with the CLI in a child process, edits one file (a sentence added),
+and runs ``rootweaver index update`` in a child process. Prints both wall times (and CPU time),
+their ratio (target: the update under 5% of the build) and whether the updated index equals a
+fresh build of the edited folder (the same manifest, so the same SHA-256 for every file) and
+passes ``index verify``.
+
+``--news N`` then checks answers on real news: the bundled MultiHop-RAG articles
+(``evals/data/multihoprag``, as ``python -m evals.news`` writes them) are indexed, the first
+evidence article of the first dev question is edited (a paragraph added), the index is updated,
+and the first N dev questions are asked of the updated index and of a fresh build
+(``rootweaver ask --index --json --reader none``); prints how many answers differ (must be 0) and how
+many the edit changed against the index before it. Exit 1 if any check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import random
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench_index import _perturb, _sources  # noqa: E402 - the corpus bench_index grows
+
+CLI = [sys.executable, "-m", "rootweaver_capabilities.cli.main"]
+
+
+def make_folder(folder: Path, files: int, seed: int) -> None:
+    """``files`` documents under ``folder``, picked and ordered by ``seed``."""
+    src = _sources()
+    rng = random.Random(seed)
+    order = [(copy, i) for copy in range(files // len(src) + 1) for i in range(len(src))][:files]
+    rng.shuffle(order)
+    for n, (copy, i) in enumerate(order):
+        s = src[i]
+        title = _perturb(s["title"], copy) if copy else s["title"]
+        text = " ".join(_perturb(t, copy) if copy else t for t in s["sentences"])
+        slug = re.sub(r"\W+", "-", title.lower()).strip("-")[:40] or "doc"
+        path = folder / f"{n // 100:03d}" / f"{n:05d}-{slug}.{'txt' if n % 3 == 2 else 'md'}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{title}\n\n{text}\n" if n % 3 == 2 else f"# {title}\n\n{text}\n", encoding="utf-8")
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+def cli(*args: str) -> tuple[float, float, str]:
+    """Wall and CPU seconds of the CLI in a child process, and its stdout."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run([*CLI, *args], cwd=ROOT, env=_env(), capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"rootweaver {' '.join(args)} exited {done.returncode}: {done.stderr.strip()[-500:]}")
+    return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, done.stdout.strip()
+
+
+_CALL = """
+import json, sys, time
+from rootweaver_innovations.compaction.budget import default_token_counter
+from rootweaver_innovations.retrieval.index import build_index
+from rootweaver_innovations.retrieval.index_update import update_index
+import langchain_text_splitters
+default_token_counter().count("warm")  # the chunker's imports and tokenizer: loaded before the clock starts
+start, cpu = time.perf_counter(), time.process_time()
+build_index(*sys.argv[2:]) if sys.argv[1] == "build" else update_index(*sys.argv[2:])
+print(json.dumps([time.perf_counter() - start, time.process_time() - cpu]))
+"""
+
+
+def call(*args: str) -> tuple[float, float]:
+    """Wall and CPU seconds of ``build_index`` or ``update_index`` alone, in a child process
+    that loaded the chunker first."""
+    done = subprocess.run([sys.executable, "-c", _CALL, *args], cwd=ROOT, env=_env(), capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(args)}: {done.stderr.strip()[-500:]}")
+    wall, cpu = json.loads(done.stdout.strip().splitlines()[-1])
+    return wall, cpu
+
+
+def same_as_fresh(index: Path, source: Path, fresh: Path) -> bool:
+    """Whether ``index`` passes verify and has the manifest of a fresh build of ``source``."""
+    from rootweaver_innovations.retrieval.index import build_index, verify_index
+
+    shutil.rmtree(fresh, ignore_errors=True)
+    build_index(source, fresh)
+    verify_index(index)
+    return json.loads((index / "manifest.json").read_text()) == json.loads((fresh / "manifest.json").read_text())
+
+
+def _edit(path: Path) -> None:
+    path.write_text(path.read_text(encoding="utf-8") + "\nIt was revised in 2024 by the archive.\n", encoding="utf-8")
+
+
+def folder_run(files: int, seed: int, work: Path) -> bool:
+    folder = work / "folder"
+    make_folder(folder, files, seed)
+    documents = sorted(folder.rglob("*.md"))
+    print(f"folder: {files:,} files (seed {seed}); one edited before each update: {documents[len(documents) // 2].relative_to(folder)}, "
+          f"then {documents[len(documents) // 3].relative_to(folder)}")
+    build_wall, build_cpu, built = cli("index", "build", str(folder), "--out", str(work / "cli.idx"))
+    _edit(documents[len(documents) // 2])
+    update_wall, update_cpu, updated = cli("index", "update", str(work / "cli.idx"))
+    equal = same_as_fresh(work / "cli.idx", folder, work / "fresh.idx")
+    print("CLI (cold process: interpreter, imports, chunker):")
+    print(f"  rootweaver index build   {build_wall:6.2f} s wall ({build_cpu:.2f} s CPU)  [{built}]")
+    print(f"  rootweaver index update  {update_wall:6.2f} s wall ({update_cpu:.2f} s CPU)  [{updated}]")
+    print(f"  update / build: {100 * update_wall / build_wall:.1f}%")
+    call_build = call("build", str(folder), str(work / "call.idx"))
+    _edit(documents[len(documents) // 3])
+    call_update = call("update", str(work / "call.idx"))
+    equal = same_as_fresh(work / "call.idx", folder, work / "fresh.idx") and equal
+    ratio = call_update[0] / call_build[0]
+    print("build_index / update_index alone (chunker loaded before the clock):")
+    print(f"  build_index   {call_build[0]:6.2f} s wall ({call_build[1]:.2f} s CPU)")
+    print(f"  update_index  {call_update[0]:6.2f} s wall ({call_update[1]:.2f} s CPU)")
+    print(f"  update / build: {100 * ratio:.1f}% (target < 5%)")
+    print(f"updated index == fresh build of the edited folder (manifest, so every file's SHA-256), verify ok: {equal}")
+    return equal and ratio < 0.05
+
+
+def news_run(limit: int, work: Path) -> bool:
+    from evals.documents_folder import _ask
+    from evals.news import load_questions, write_articles
+    from rootweaver_capabilities.cli.main import main as rootweaver
+    from rootweaver_innovations.defaults import DEFAULT_CONVENTIONS
+
+    folder, index, fresh = work / "articles", work / "articles.idx", work / "articles-fresh.idx"
+    articles = write_articles(folder)
+    questions = load_questions(limit)
+    with contextlib.redirect_stdout(io.StringIO()):
+        if rootweaver(["index", "build", str(folder), "--out", str(index)]) != 0:
+            return False
+
+    def answers(idx: Path) -> list[dict]:
+        return [_ask(q.question, idx, 10, DEFAULT_CONVENTIONS) for q in questions]
+
+    before = answers(index)
+    edited = folder / questions[0].evidence_files[0]
+    edited.write_text(edited.read_text(encoding="utf-8") + "\n\nThis article was updated with a correction "
+                      "from the newsroom.\n", encoding="utf-8")
+    with contextlib.redirect_stdout(io.StringIO()):
+        if rootweaver(["index", "update", str(index)]) != 0:
+            return False
+    equal = same_as_fresh(index, folder, fresh)
+    updated, rebuilt = answers(index), answers(fresh)
+    differ = sum(a != b for a, b in zip(updated, rebuilt))
+    print(f"news: {articles} MultiHop-RAG articles; edited {edited.name}; first {len(questions)} dev questions, "
+          f"--reader none: {differ} answers differ between the updated index and a fresh build "
+          f"({sum(a != b for a, b in zip(before, updated))} changed by the edit); same files: {equal}")
+    return equal and differ == 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--files", type=int, default=10_000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--news", type=int, default=50, help="dev questions of the news check (0: skip it)")
+    args = p.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="bench-index-update-"))
+    try:
+        ok = folder_run(args.files, args.seed, work)
+        if args.news:
+            ok = news_run(args.news, work) and ok
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
