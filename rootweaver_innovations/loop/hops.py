@@ -32,6 +32,8 @@ from functools import cache, lru_cache
 from itertools import islice
 from pathlib import Path
 
+import numpy as np
+
 from rootweaver_innovations.conventions.base import Conventions
 from rootweaver_innovations.documents.corpus import Passage
 from rootweaver_innovations.retrieval.retrievers import Retriever
@@ -42,6 +44,7 @@ __all__ = [
     "POLICY_FILE",
     "REASON_COMPARISON",
     "REASON_FILL",
+    "REASON_NAMED",
     "REASON_QUESTION",
     "REASON_QUESTION_ENTITY",
     "REASON_SPAN",
@@ -65,6 +68,7 @@ REASON_QUESTION = "question"
 REASON_COMPARISON = "comparison entity"
 REASON_QUESTION_ENTITY = "question names a title"
 REASON_TITLE_LINK = "title linked from hop 1"
+REASON_NAMED = "question names the {kind} {label!r}"
 REASON_SPAN = "entity in hop 1"
 REASON_FILL = "question, next best passages"
 
@@ -141,15 +145,20 @@ class Ranking:
         return list(islice(((row, p) for row, p in read if p.id not in seen), k))
 
 
-def ranking_of(retriever: Retriever, index: TitleIndex, query: str, k: int) -> Ranking:
+def ranking_of(retriever: Retriever, index: TitleIndex, query: str, k: int,
+               within: np.ndarray | None = None) -> Ranking:
     """The :class:`Ranking` of ``retriever.search(query, k)``. A retriever that ranks rows of
     the title index's own passages (``top_rows``, e.g. a saved index's BM25) reads none;
     any other is searched and its hits mapped to rows by id. Each passage is read at most once
-    (the first hop and the fill both walk the question's ranking from the top)."""
+    (the first hop and the fill both walk the question's ranking from the top). ``within``
+    (ascending rows) keeps the ranking to those rows; only a retriever that ranks rows can,
+    any other gives an empty ranking then."""
     top_rows = getattr(retriever, "top_rows", None)
     if top_rows is not None and getattr(retriever, "passages", None) is index.passages:
-        rows, scores = top_rows(query, k)
+        rows, scores = top_rows(query, k) if within is None else top_rows(query, k, within)
         return Ranking(tuple(rows), tuple(scores), cache(lambda i: index.passages[rows[i]]))
+    if within is not None:
+        return Ranking((), (), lambda i: index.passages[i])
     hits = retriever.search(query, k)
     return Ranking(tuple(index.row_of(h.passage.id) for h in hits), tuple(h.score for h in hits),
                    lambda i: hits[i].passage)

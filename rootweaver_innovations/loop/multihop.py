@@ -31,6 +31,7 @@ from rootweaver_innovations.loop.decompose import RuleDecomposer, fact_tokens, i
 from rootweaver_innovations.loop.files import as_files
 from rootweaver_innovations.loop.hops import (
     REASON_FILL,
+    REASON_NAMED,
     REASON_QUESTION,
     HopPolicyParams,
     TitleIndex,
@@ -40,6 +41,7 @@ from rootweaver_innovations.loop.hops import (
     title_keys,
 )
 from rootweaver_innovations.loop.result import Answer, AnswerRule, Decomposer, Hop, MultiHopResult, Synthesizer
+from rootweaver_innovations.retrieval.facets import Facets
 from rootweaver_innovations.retrieval.titles import id_titled
 from rootweaver_innovations.records import Fact, facts_from_passages
 from rootweaver_innovations.retrieval.retrievers import Retriever
@@ -119,6 +121,7 @@ class MultiHopRAG:
     title_index: TitleIndex | None = None
     hop_policy: HopPolicyParams = field(default_factory=load_hop_policy)
     conventions: Conventions | None = None
+    facets: Facets | None = None
 
     def __post_init__(self) -> None:
         if self.max_hops < 1:
@@ -147,6 +150,8 @@ class MultiHopRAG:
                                  f"{self.conventions.name!r}")
         if self.decomposer is None:
             self.decomposer = RuleDecomposer(conventions=self.conventions)
+        if self.facets is None:
+            self.facets = getattr(self.retriever, "facets", None)
 
     def _decompose_query(self, question: str, facts: Sequence[Fact]) -> list[str]:
         return self.decomposer(question, facts)
@@ -201,6 +206,16 @@ class MultiHopRAG:
         first += self._pulled_neighbours(question, first, seen)
         yield question, REASON_QUESTION, first
         hops = 1
+        for named in self.facets.named(question) if self.facets else ():
+            if len(seen) >= self.max_passages:
+                return STOP_PASSAGE_BUDGET
+            if hops >= self.max_hops - 1:
+                break
+            new = ranking_of(self.retriever, self.title_index, question, len(seen) + 1, named.rows).unseen(seen, 1)
+            if new:
+                seen.update(p.id for _, p in new)
+                hops += 1
+                yield question, REASON_NAMED.format(kind=named.kind, label=named.label), new
         bridges = plan_bridges(question, first, ranking, self.retriever, self.title_index, schedule, self.conventions)
         for proposal in bridges:
             if len(seen) >= self.max_passages:

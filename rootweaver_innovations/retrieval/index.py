@@ -52,6 +52,7 @@ import numpy as np
 
 from rootweaver_innovations.conventions.registry import get_conventions
 from rootweaver_innovations.documents.corpus import CorpusError, Passage, passage_from_object
+from rootweaver_innovations.retrieval.facets import Facets
 from rootweaver_innovations.retrieval.titles import TITLE_FILES, TitleArrays, TitleIndex
 from rootweaver_innovations.retrieval.bm25_matrix import IDFS, BM25Matrix
 from rootweaver_innovations.retrieval.index_build import BuildProgress, build_index
@@ -131,9 +132,13 @@ class OpenIndex:
     titles: TitleIndex | None = None
 
     def retriever(self) -> BM25Retriever:
-        """The ``bm25s``-backend :class:`BM25Retriever` over this index, carrying its title index
-        and the conventions it was built under."""
-        return BM25Retriever.from_matrix(self.passages, self.bm25, title_index=self.titles,
+        """The ``bm25s``-backend :class:`BM25Retriever` over this index, carrying its title index,
+        the conventions it was built under and, when its ``metadata`` component counts documents
+        with a source or a published date, their :class:`~rootweaver_innovations.retrieval.facets.Facets`
+        (read from every record once, here)."""
+        fields = self.manifest.components.get("metadata", {}).get("fields", {})
+        facets = Facets.of_passages(self.passages) if fields.get("source") or fields.get("published") else None
+        return BM25Retriever.from_matrix(self.passages, self.bm25, title_index=self.titles, facets=facets,
                                          conventions=get_conventions(self.manifest.conventions["name"]))
 
     def component(self, name: str) -> Mapping[str, Any]:

@@ -20,7 +20,7 @@ the Robertson idf (with a Lucene-idf fallback for queries it scores all-zero, se
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -32,6 +32,7 @@ from rootweaver_innovations.documents.corpus import Passage
 from rootweaver_innovations.retrieval.titles import TitleIndex
 from rootweaver_innovations.retrieval.bm25_matrix import BM25Matrix, build_matrix, idf_weights
 from rootweaver_innovations.retrieval.embeddings import Embedder
+from rootweaver_innovations.retrieval.facets import Facets
 from rootweaver_innovations.retrieval.tokens import corpus_tokens
 from rootweaver_innovations.text import bm25_tokenize
 
@@ -42,6 +43,7 @@ __all__ = [
     "HybridRetriever",
     "Retriever",
     "ScoredPassage",
+    "passage_text",
     "rrf_fuse",
     "top_k_indices",
 ]
@@ -89,6 +91,13 @@ def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:
     return cand[np.lexsort((cand, -scores[cand]))][:k]
 
 
+def _top_within(scores: np.ndarray, k: int, within: np.ndarray | None) -> np.ndarray:
+    """:func:`top_k_indices` of ``scores``, or of its rows ``within`` (ascending) mapped back."""
+    if within is None:
+        return top_k_indices(scores, k)
+    return np.asarray(within, dtype=np.intp)[top_k_indices(scores[within], k)]
+
+
 class BM25Retriever:
     """BM25 over a fixed sequence of passages.
 
@@ -120,6 +129,7 @@ class BM25Retriever:
         self.backend = backend
         self.title_index: TitleIndex | None = None  # the loop builds one over ``passages`` when it needs it
         self.conventions = conventions or default_conventions()
+        self.facets = Facets.of_passages(self.passages)
         self._okapi = None
         if backend == "rank_bm25":
             from rank_bm25 import BM25Okapi
@@ -132,16 +142,17 @@ class BM25Retriever:
 
     @classmethod
     def from_matrix(cls, passages: Sequence[Passage], matrix: BM25Matrix, title_index: TitleIndex | None = None,
-                    conventions: Conventions | None = None) -> BM25Retriever:
+                    conventions: Conventions | None = None, facets: Facets | None = None) -> BM25Retriever:
         """The ``bm25s``-backend retriever over a prebuilt ``matrix`` whose columns index
         ``passages`` (same length, same order), built under ``conventions`` (the title index's
-        when ``None``, else the default), carrying ``title_index`` (the passages' saved title
-        index, which the loop then uses instead of building one); nothing is copied."""
+        when ``None``, else the default), carrying ``title_index`` and ``facets`` (the passages'
+        saved title index and facets, which the loop then uses instead of building them);
+        nothing is copied."""
         if len(passages) != matrix.num_docs:
             raise ValueError(f"{len(passages)} passages for a BM25 matrix of {matrix.num_docs}")
         self = cls.__new__(cls)
         self.passages, self.backend, self._matrix, self._okapi = passages, "bm25s", matrix, None
-        self.title_index = title_index
+        self.title_index, self.facets = title_index, facets
         self.conventions = conventions or (title_index.conventions if title_index is not None else default_conventions())
         return self
 
@@ -170,18 +181,19 @@ class BM25Retriever:
         """The Lucene-idf scores that replace all-zero Robertson ones (no terms: those zeros)."""
         return self._matrix.scores(ids, "lucene") if ids else robertson
 
-    def top_rows(self, query: str, k: int) -> tuple[list[int], list[float]]:
+    def top_rows(self, query: str, k: int, within: np.ndarray | None = None) -> tuple[list[int], list[float]]:
         """:meth:`search` without reading any passage: the positions in ``passages`` of the
-        ``k`` best passages with a positive score, and those scores, best first."""
+        ``k`` best passages with a positive score, and those scores, best first; only among
+        the rows ``within`` (ascending positions) when given."""
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         ids, s = self._robertson(query)
-        idx = top_k_indices(s, k)
-        if not s[idx[0]] > 0:  # the best is 0, so all are: the Lucene fallback
+        rows = _top_within(s, k, within)
+        if rows.size and not s[rows[0]] > 0:  # the best is 0, so all are: the Lucene fallback
             s = self._lucene(ids, s)
-            idx = top_k_indices(s, k)
-        idx = idx[s[idx] > 0]
-        return idx.tolist(), s[idx].astype(np.float64).tolist()
+            rows = _top_within(s, k, within)
+        rows = rows[s[rows] > 0]
+        return rows.tolist(), s[rows].astype(np.float64).tolist()
 
     def row_scores(self, query: str, rows: Sequence[int]) -> list[float]:
         """:meth:`scores` of the passages at positions ``rows`` only, the same values, without
@@ -200,39 +212,51 @@ class BM25Retriever:
         return [ScoredPassage(self.passages[i], s, r) for r, (i, s) in enumerate(zip(rows, scores))]
 
 
-def _passage_text(p: Passage) -> str:
+def passage_text(p: Passage) -> str:
+    """The text a passage is embedded as: its title, a space, its text."""
     return f"{p.title} {p.text}"
 
 
 class DenseRetriever:
     """Cosine similarity of L2-normalised embeddings; passages embedded once at build time.
 
-    ``embeddings`` may be passed precomputed (``(n, d)``, rows aligned with ``passages``).
+    ``embeddings`` may be passed precomputed (``(n, d)`` float16 or float32, rows aligned with
+    ``passages``, e.g. memory-mapped from a saved index); ``passages`` is kept as given (any
+    sequence that reads a passage by position), so the loop can map hits to rows without
+    reading them. Raises ``ValueError`` on no passages or a row count that differs.
     """
 
     def __init__(self, passages: Sequence[Passage], embedder: Embedder, embeddings: np.ndarray | None = None):
-        if not passages:
+        if not len(passages):
             raise ValueError("cannot index an empty passage list")
-        self.passages = list(passages)
+        self.passages: Sequence[Passage] = passages
         self.embedder = embedder
         if embeddings is None:
-            embeddings = embedder.encode([_passage_text(p) for p in self.passages])
+            embeddings = embedder.encode([passage_text(p) for p in self.passages])
         if embeddings.shape[0] != len(self.passages):
             raise ValueError(f"{embeddings.shape[0]} embeddings for {len(self.passages)} passages")
-        self.embeddings = np.asarray(embeddings, dtype=np.float32)
+        self.embeddings = embeddings
 
     def scores(self, query: str) -> np.ndarray:
-        q = self.embedder.encode([query])[0]
+        """Cosine of every passage with ``query`` (float64, corpus order)."""
+        q = self.embedder.encode([query])[0].astype(self.embeddings.dtype)
         return (self.embeddings @ q).astype(np.float64)
 
-    def search(self, query: str, k: int) -> list[ScoredPassage]:
+    def top_rows(self, query: str, k: int, within: np.ndarray | None = None) -> tuple[list[int], list[float]]:
+        """Positions in ``passages`` of the ``k`` most similar passages and their cosines, best
+        first (ties by position); only among the rows ``within`` (ascending) when given."""
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         s = self.scores(query)
-        return [ScoredPassage(self.passages[i], float(s[i]), r) for r, i in enumerate(top_k_indices(s, k))]
+        rows = _top_within(s, k, within)
+        return rows.tolist(), s[rows].tolist()
+
+    def search(self, query: str, k: int) -> list[ScoredPassage]:
+        rows, scores = self.top_rows(query, k)
+        return [ScoredPassage(self.passages[i], s, r) for r, (i, s) in enumerate(zip(rows, scores))]
 
 
-def rrf_fuse(rankings: Sequence[Sequence[str]], k: int = 60) -> list[tuple[str, float]]:
+def rrf_fuse(rankings: Sequence[Sequence[Hashable]], k: int = 60) -> list[tuple[Hashable, float]]:
     """Reciprocal rank fusion: ``sum 1 / (k + rank)`` (rank from 1) over the input rankings.
 
     Returns ``(id, fused score)`` best first; ties keep first-seen order.
@@ -245,7 +269,15 @@ def rrf_fuse(rankings: Sequence[Sequence[str]], k: int = 60) -> list[tuple[str, 
 
 
 class HybridRetriever:
-    """RRF over several retrievers, each asked for ``depth`` results (default 50)."""
+    """Reciprocal rank fusion of several retrievers, each asked for ``depth`` results (default 50).
+
+    When every member ranks rows of one shared passage sequence (``top_rows`` and the same
+    ``passages`` object: a saved index's BM25 and its dense embeddings) the fusion is over rows
+    and nothing is read to rank; ``passages``, ``title_index``, ``facets`` and ``conventions`` are then the
+    first member's, and :meth:`row_scores` is the first member's that has one (the lexical
+    scores the loop uses to weigh title links). Otherwise members are searched and fused by
+    passage id. Raises ``ValueError`` on no members.
+    """
 
     def __init__(self, retrievers: Sequence[Retriever], depth: int = 50, rrf_k: int = 60):
         if not retrievers:
@@ -253,10 +285,37 @@ class HybridRetriever:
         self.retrievers = list(retrievers)
         self.depth = depth
         self.rrf_k = rrf_k
+        first = self.retrievers[0]
+        shared = getattr(first, "passages", None)
+        self._by_row = shared is not None and all(
+            hasattr(r, "top_rows") and getattr(r, "passages", None) is shared for r in self.retrievers)
+        if self._by_row:
+            self.passages = shared
+            self.title_index = getattr(first, "title_index", None)
+            self.conventions = getattr(first, "conventions", None)
+            self.facets = getattr(first, "facets", None)
+            lexical = next((r for r in self.retrievers if hasattr(r, "row_scores")), None)
+            if lexical is not None:
+                self.row_scores = lexical.row_scores
+
+    def top_rows(self, query: str, k: int, within: np.ndarray | None = None) -> tuple[list[int], list[float]]:
+        """Rows of the shared passages, fused best first, with their RRF scores; only among the
+        rows ``within`` (ascending) when given. Only when the members share their passages
+        (see the class docstring), else ``TypeError``."""
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        if not self._by_row:
+            raise TypeError("top_rows needs members that rank rows of one shared passage sequence")
+        rankings = [r.top_rows(query, max(k, self.depth), within)[0] for r in self.retrievers]
+        fused = rrf_fuse(rankings, self.rrf_k)[:k]
+        return [row for row, _ in fused], [score for _, score in fused]
 
     def search(self, query: str, k: int) -> list[ScoredPassage]:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
+        if self._by_row:
+            rows, scores = self.top_rows(query, k)
+            return [ScoredPassage(self.passages[i], s, r) for r, (i, s) in enumerate(zip(rows, scores))]
         by_id: dict[str, Passage] = {}
         rankings = []
         for retriever in self.retrievers:
