@@ -40,7 +40,7 @@ from .diagnostics import paired_bootstrap_ci
 from .documents_folder import _ask
 from .layouts import grams
 
-__all__ = ["DATA", "TYPES", "NewsQuestion", "load_questions", "main", "run", "write_articles"]
+__all__ = ["DATA", "TYPES", "NewsQuestion", "found_evidence", "load_questions", "main", "run", "within_tokens", "write_articles"]
 
 DATA = Path(__file__).resolve().parent / "data" / "multihoprag"
 TYPES = ("inference_query", "comparison_query", "temporal_query", "null_query")
@@ -80,7 +80,7 @@ def write_articles(folder: Path, path: Path = DATA / "articles.jsonl.gz") -> int
     return n
 
 
-def _found(facts: Sequence[str], files: Sequence[str], ids: Sequence[str], chunks: dict[str, dict]) -> list[bool]:
+def found_evidence(facts: Sequence[str], files: Sequence[str], ids: Sequence[str], chunks: dict[str, dict]) -> list[bool]:
     """For each gold sentence, whether a read chunk of one of ``files`` shares a word
     ``min(8, its length)``-gram with it."""
     read = [chunks[i] for i in ids if chunks[i]["file"] in files]
@@ -91,7 +91,7 @@ def _found(facts: Sequence[str], files: Sequence[str], ids: Sequence[str], chunk
     return out
 
 
-def _within_tokens(retriever, question: str, tokens: int, size: dict[str, int]) -> list[str]:
+def within_tokens(retriever, question: str, tokens: int, size: dict[str, int]) -> list[str]:
     """Single-shot BM25's hits for ``question`` in rank order, until they hold ``tokens``
     reader tokens (the hit that reaches it included)."""
     top, used = [], 0
@@ -148,12 +148,12 @@ def run(questions: Sequence[NewsQuestion], *, max_passages: int = 10, convention
             d = _ask(q.question, index, max_passages, conventions)
             ids = list(dict.fromkeys(pid for hop in d["hops"] for pid in hop["retrieved_ids"]))
             tokens = sum(size[i] for i in ids)
-            top = _within_tokens(retriever, q.question, tokens, size)
+            top = within_tokens(retriever, q.question, tokens, size)
             rows.append({"type": q.type, "facts": len(q.evidence_facts), "chunks": len(ids), "tokens": tokens,
                          "articles": len({chunks[i]["file"] for i in ids}),
                          "single_articles": len({chunks[i]["file"] for i in top}),
-                         "loop": _found(q.evidence_facts, q.evidence_files, ids, chunks),
-                         "single": _found(q.evidence_facts, q.evidence_files, top, chunks)})
+                         "loop": found_evidence(q.evidence_facts, q.evidence_files, ids, chunks),
+                         "single": found_evidence(q.evidence_facts, q.evidence_files, top, chunks)})
     return {"articles": articles, "indexed_chunks": len(chunks),
             "overall": _cell(rows, n_resamples, seed),
             "by_type": {t: _cell(typed, n_resamples, seed) for t in TYPES

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from evals.news import TYPES, load_questions, main, run, write_articles
 
 
@@ -35,3 +37,16 @@ def test_the_command_line_prints_one_json_report(capsys):
     assert main(["--limit", "2", "--max-passages", "3", "--resamples", "50"]) == 0
     out = capsys.readouterr().out
     assert '"questions": 2' in out and '"max_passages": 3' in out and '"conventions": "wikipedia"' in out
+
+
+def test_the_loop_with_each_retriever_on_a_few_questions():
+    from evals.news_retrievers import MODES, run as run_retrievers
+
+    questions = [q for q in load_questions() if q.type != "null_query"][:3]
+    report = run_retrievers(questions, max_passages=5, n_resamples=200)
+    assert report["scored"] == 3 and set(report["loops"]) == set(MODES)
+    for cell in report["loops"].values():
+        assert 0 <= cell["all_evidence"] <= 1
+        for single in MODES:
+            mean, low, high = cell[f"minus_single_{single}"]
+            assert low <= mean <= high and cell["all_evidence"] - cell[f"single_{single}"] == pytest.approx(mean, abs=1e-3)
