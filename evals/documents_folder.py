@@ -40,7 +40,8 @@ from pathlib import Path
 import numpy as np
 
 from rootweaver_capabilities.cli.main import main as rootweaver
-from rootweaver_innovations.defaults import BUILTIN_CONVENTIONS, DEFAULT_CONVENTIONS
+from rootweaver_innovations.defaults import (BUILTIN_CONVENTIONS, DEFAULT_CONVENTIONS, DEFAULT_RETRIEVER_MODE,
+                                             RETRIEVER_MODES)
 from rootweaver_innovations.compaction.budget import default_token_counter
 from rootweaver_innovations.documents.corpus import passage_from_object
 from evals.diagnostics import answer_in_context, paired_bootstrap_ci
@@ -117,18 +118,19 @@ def _covers(ids: list[str], gold: frozenset[str], *, records: dict[str, dict], w
                          & grams(paragraphs[g].text) for c in chunks) for g in gold))
 
 
-def _ask(question: str, index: Path, max_passages: int, conventions: str) -> dict:
+def _ask(question: str, index: Path, max_passages: int, conventions: str, mode: str = DEFAULT_RETRIEVER_MODE) -> dict:
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         code = rootweaver(["ask", question, "--index", str(index), "--reader", "none", "--json",
-                           "--max-passages", str(max_passages), "--conventions", conventions])
+                           "--max-passages", str(max_passages), "--conventions", conventions, "--retriever", mode])
     if code != 0:
         raise RuntimeError(f"rootweaver ask exited {code} on {question!r}")
     return json.loads(out.getvalue())
 
 
 def run(rows, *, layouts: Sequence[str] = LAYOUTS, chunk_tokens: int = 128, max_passages: int = 10,
-        n_resamples: int = 10_000, seed: int = 0, conventions: str = DEFAULT_CONVENTIONS) -> dict:
+        n_resamples: int = 10_000, seed: int = 0, conventions: str = DEFAULT_CONVENTIONS,
+        mode: str = DEFAULT_RETRIEVER_MODE) -> dict:
     pool = build_open_pool(rows)
     by_id = {p.id: p for p in pool.passages}
     pool_ids = {(p.title, p.text): p.id for p in pool.passages}
@@ -160,7 +162,7 @@ def run(rows, *, layouts: Sequence[str] = LAYOUTS, chunk_tokens: int = 128, max_
             all_support, single_support = [], []
             for row, gold, support in zip(rows, pool.gold, supports):
                 started = time.perf_counter()
-                d = _ask(row.question, index, max_passages if layout not in _ROWS else 10, conventions)
+                d = _ask(row.question, index, max_passages if layout not in _ROWS else 10, conventions, mode)
                 seconds.append(time.perf_counter() - started)
                 ids = [pid for hop in d["hops"] for pid in hop["retrieved_ids"]]
                 read.append(len(ids))
@@ -219,15 +221,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--chunk-tokens", type=int, default=128, help="index build --chunk-tokens for the folders")
     p.add_argument("--conventions", choices=BUILTIN_CONVENTIONS, default=DEFAULT_CONVENTIONS,
                    help="index build / ask --conventions")
+    p.add_argument("--retriever", choices=RETRIEVER_MODES, default=DEFAULT_RETRIEVER_MODE, help="ask --retriever")
     p.add_argument("--resamples", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     rows = load_rows(args.dataset, args.limit)
     rows = rows if args.rows == "all" else rows[args.rows == "odd"::2]
-    print(json.dumps({"dataset": args.dataset, "limit": args.limit, "half": args.rows,
+    print(json.dumps({"dataset": args.dataset, "limit": args.limit, "half": args.rows, "retriever": args.retriever,
                       "chunk_tokens": args.chunk_tokens, "conventions": args.conventions,
                       **run(rows, layouts=args.layouts.split(","), chunk_tokens=args.chunk_tokens,
-                            max_passages=args.max_passages, conventions=args.conventions,
+                            max_passages=args.max_passages, conventions=args.conventions, mode=args.retriever,
                             n_resamples=args.resamples, seed=args.seed)},
                      indent=2))
     return 0

@@ -4,17 +4,23 @@ product path: `rootweaver index build FOLDER`, then `rootweaver ask --index IDX 
 
 The bundled articles (``evals/data/multihoprag``: Markdown with YAML front matter, one file
 each) are written to a temporary folder and indexed by the product's own command; every
-question is asked with ``--max-passages N``. A question is **all-evidence** when each of its
-gold evidence sentences shares a word 8-gram (its whole text when shorter) with a read chunk
-of one of its evidence files. Reported per question type and overall: all-evidence, the share
-of gold sentences found, the mean number of articles (files) and chunks read and the reader
-tokens they hold, and the same for single-shot BM25 over the index given as many reader
-tokens as the loop read for that question (top hits in rank order until the loop's tokens
-are reached), with the paired-bootstrap CI of loop minus BM25. Null queries have no evidence:
-they count in what is read, not in all-evidence. Gold labels are read only to score, after
-the loop has read. Run::
+question is asked with ``--max-passages N --retriever MODE``. A question is **all-evidence**
+when each of its gold evidence sentences shares a word 8-gram (its whole text when shorter)
+with a read chunk of one of its evidence files. Reported per question type and overall:
+all-evidence, the share of gold sentences found, the mean number of articles (files) and
+chunks read and the reader tokens they hold, and the same for each single-shot retriever over
+the index (BM25, dense, hybrid; dense and hybrid when the index holds embeddings) given as
+many reader tokens as the loop read for that question (top hits in rank order until the
+loop's tokens are reached), with the paired-bootstrap CI of loop minus each. Null queries have
+no evidence: they count in what is read, not in all-evidence. For the questions that name a
+source or a day the index knows (the loop's own reading of the question), the share whose
+gold articles from that source or day were all read. With ``--reader local`` (the embedded
+reader; ``none``: the extractive answer) the answer's accuracy as MultiHop-RAG scores it: the
+gold answer contained in the answer (case aside), a yes/no gold answer leading it, and a null
+query right when the answer is ``insufficient information``; and the share of answerable
+questions refused. Gold labels are read only to score, after the loop has read. Run::
 
-    python -m evals.news --conventions wikipedia --max-passages 10
+    python -m evals.news --retriever hybrid --max-passages 10 --reader local
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import argparse
 import contextlib
 import io
 import json
+import re
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -32,15 +39,16 @@ import numpy as np
 
 from rootweaver_capabilities.cli.main import main as rootweaver
 from rootweaver_innovations.compaction.budget import default_token_counter
-from rootweaver_innovations.defaults import BUILTIN_CONVENTIONS, DEFAULT_CONVENTIONS
+from rootweaver_innovations.defaults import (BUILTIN_CONVENTIONS, DEFAULT_CONVENTIONS, DEFAULT_RETRIEVER_MODE,
+                                             RETRIEVER_MODES)
 from rootweaver_innovations.documents.corpus import read_jsonl
+from rootweaver_innovations.loop.result import INSUFFICIENT_INFORMATION
 from rootweaver_innovations.retrieval.index import open_index
 
 from .diagnostics import paired_bootstrap_ci
-from .documents_folder import _ask
 from .layouts import grams
 
-__all__ = ["DATA", "TYPES", "NewsQuestion", "found_evidence", "load_questions", "main", "run", "within_tokens", "write_articles"]
+__all__ = ["DATA", "TYPES", "NewsQuestion", "answer_correct", "found_evidence", "load_questions", "main", "run", "within_tokens", "write_articles"]
 
 DATA = Path(__file__).resolve().parent / "data" / "multihoprag"
 TYPES = ("inference_query", "comparison_query", "temporal_query", "null_query")
@@ -92,7 +100,7 @@ def found_evidence(facts: Sequence[str], files: Sequence[str], ids: Sequence[str
 
 
 def within_tokens(retriever, question: str, tokens: int, size: dict[str, int]) -> list[str]:
-    """Single-shot BM25's hits for ``question`` in rank order, until they hold ``tokens``
+    """A single-shot retriever's hits for ``question`` in rank order, until they hold ``tokens``
     reader tokens (the hit that reaches it included)."""
     top, used = [], 0
     for hit in retriever.search(question, len(size)) if tokens else ():
@@ -103,32 +111,75 @@ def within_tokens(retriever, question: str, tokens: int, size: dict[str, int]) -
     return top
 
 
-def _cell(rows: list[dict], n_resamples: int, seed: int) -> dict:
-    """The summary of some questions' rows: sizes read, and all-evidence where there is evidence."""
+def answer_correct(answer: str, gold: str, qtype: str) -> bool:
+    """MultiHop-RAG's reading of an answer: a null query's is right when it is
+    :data:`INSUFFICIENT_INFORMATION`; a yes/no gold answer must lead it; any other must be
+    contained in it (case aside)."""
+    got, want = answer.strip().lower(), gold.strip().lower().rstrip(".")
+    if qtype == "null_query":
+        return got.startswith(INSUFFICIENT_INFORMATION)
+    if want in ("yes", "no"):
+        first = re.match(r"\W*(\w+)", got)
+        return first is not None and first.group(1) == want
+    return want in got
+
+
+def _share(flags: list[bool]) -> float | None:
+    return round(float(np.mean(flags)), 3) if flags else None
+
+
+def _cell(rows: list[dict], singles: Sequence[str], n_resamples: int, seed: int) -> dict:
+    """The summary of some questions' rows: sizes read, answers, named sources and days, and
+    all-evidence where there is evidence (the loop's, each single-shot retriever's and the CI of
+    the loop minus it)."""
+    answerable = [r for r in rows if r["type"] != "null_query"]
+    named = {kind: [r["named"][kind] for r in rows if r["named"][kind] is not None] for kind in ("source", "day")}
     cell = {"questions": len(rows),
             "mean_articles_read": round(float(np.mean([r["articles"] for r in rows])), 2),
             "mean_chunks_read": round(float(np.mean([r["chunks"] for r in rows])), 2),
-            "mean_tokens_read": round(float(np.mean([r["tokens"] for r in rows])), 1)}
+            "mean_tokens_read": round(float(np.mean([r["tokens"] for r in rows])), 1),
+            "answer_accuracy": _share([r["correct"] for r in rows]),
+            "answerable_refused": _share([r["refused"] for r in answerable]),
+            "name_a_source": len(named["source"]), "named_source_gold_read": _share(named["source"]),
+            "name_a_day": len(named["day"]), "named_day_gold_read": _share(named["day"])}
     scored = [r for r in rows if r["facts"]]
     if scored:
         loop = [float(all(r["loop"])) for r in scored]
-        single = [float(all(r["single"])) for r in scored]
-        ci = paired_bootstrap_ci(loop, single, n_resamples=n_resamples, seed=seed)
-        cell.update({
-            "scored": len(scored),
-            "all_evidence": round(float(np.mean(loop)), 3),
-            "single_bm25_all_evidence": round(float(np.mean(single)), 3),
-            "loop_minus_single": [round(ci.mean_diff, 3), round(ci.low, 3), round(ci.high, 3)],
-            "evidence_found": round(float(np.mean([np.mean(r["loop"]) for r in scored])), 3),
-            "single_bm25_evidence_found": round(float(np.mean([np.mean(r["single"]) for r in scored])), 3),
-            "single_bm25_mean_articles": round(float(np.mean([r["single_articles"] for r in scored])), 2),
-        })
+        cell.update({"scored": len(scored), "all_evidence": round(float(np.mean(loop)), 3),
+                     "evidence_found": round(float(np.mean([np.mean(r["loop"]) for r in scored])), 3)})
+        for mode in singles:
+            single = [float(all(r["single"][mode])) for r in scored]
+            ci = paired_bootstrap_ci(loop, single, n_resamples=n_resamples, seed=seed)
+            cell[f"single_{mode}_all_evidence"] = round(float(np.mean(single)), 3)
+            cell[f"loop_minus_single_{mode}"] = [round(ci.mean_diff, 3), round(ci.low, 3), round(ci.high, 3)]
     return cell
 
 
+def _ask_news(question: str, index: Path, max_passages: int, conventions: str, mode: str, reader: str) -> dict:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = rootweaver(["ask", question, "--index", str(index), "--reader", reader, "--json", "--max-passages",
+                           str(max_passages), "--conventions", conventions, "--retriever", mode])
+    if code != 0:
+        raise RuntimeError(f"rootweaver ask exited {code} on {question!r}")
+    return json.loads(out.getvalue())
+
+
+def _named_read(facets, question: str, files: Sequence[str], row_file: list[str], read: set[str]) -> dict:
+    """For each kind (source, day) the question names: whether every gold file of that source
+    or day was read (``None`` when it names none, or none of its gold files is of it)."""
+    out: dict[str, bool | None] = {"source": None, "day": None}
+    for named in facets.named(question) if facets else ():
+        gold = {row_file[r] for r in named.rows.tolist()} & set(files)
+        if gold:
+            out[named.kind] = bool(out[named.kind] in (None, True) and gold <= read)
+    return out
+
+
 def run(questions: Sequence[NewsQuestion], *, max_passages: int = 10, conventions: str = DEFAULT_CONVENTIONS,
-        n_resamples: int = 10_000, seed: int = 0) -> dict:
-    """Index the bundled articles and ask ``questions``; the report (see the module docstring)."""
+        mode: str = DEFAULT_RETRIEVER_MODE, reader: str = "none", n_resamples: int = 10_000, seed: int = 0) -> dict:
+    """Index the bundled articles and ask ``questions`` with retriever ``mode`` and ``reader``;
+    the report (see the module docstring)."""
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder, index = Path(tmp) / "articles", Path(tmp) / "articles.idx"
@@ -138,25 +189,32 @@ def run(questions: Sequence[NewsQuestion], *, max_passages: int = 10, convention
         if code != 0:
             raise RuntimeError(f"rootweaver index build exited {code}")
         count = default_token_counter().count
-        chunks = {}
+        chunks, row_file = {}, []
         for line in (index / "passages" / "records.jsonl").read_text(encoding="utf-8").splitlines():
             obj = json.loads(line)
             chunks[obj["id"]] = {"file": obj["source"]["path"], "text": " ".join(obj["sentences"])}
+            row_file.append(obj["source"]["path"])
         size = {i: count(c["text"]) for i, c in chunks.items()}
-        retriever = open_index(index).retriever()
+        opened = open_index(index)
+        singles = {m: opened.retriever(m) for m in (RETRIEVER_MODES if opened.dense is not None else ("bm25",))}
         for q in questions:
-            d = _ask(q.question, index, max_passages, conventions)
+            d = _ask_news(q.question, index, max_passages, conventions, mode, reader)
             ids = list(dict.fromkeys(pid for hop in d["hops"] for pid in hop["retrieved_ids"]))
+            answer = d["answer"]["text"]
             tokens = sum(size[i] for i in ids)
-            top = within_tokens(retriever, q.question, tokens, size)
+            tops = {m: within_tokens(r, q.question, tokens, size) for m, r in singles.items()}
             rows.append({"type": q.type, "facts": len(q.evidence_facts), "chunks": len(ids), "tokens": tokens,
+                         "correct": answer_correct(answer, q.answer, q.type),
+                         "refused": answer.strip().lower().startswith(INSUFFICIENT_INFORMATION),
+                         "named": _named_read(singles["bm25"].facets, q.question, q.evidence_files, row_file,
+                                              {chunks[i]["file"] for i in ids}),
                          "articles": len({chunks[i]["file"] for i in ids}),
-                         "single_articles": len({chunks[i]["file"] for i in top}),
                          "loop": found_evidence(q.evidence_facts, q.evidence_files, ids, chunks),
-                         "single": found_evidence(q.evidence_facts, q.evidence_files, top, chunks)})
-    return {"articles": articles, "indexed_chunks": len(chunks),
-            "overall": _cell(rows, n_resamples, seed),
-            "by_type": {t: _cell(typed, n_resamples, seed) for t in TYPES
+                         "single": {m: found_evidence(q.evidence_facts, q.evidence_files, top, chunks)
+                                    for m, top in tops.items()}})
+    return {"articles": articles, "indexed_chunks": len(chunks), "retriever": mode, "reader": reader,
+            "overall": _cell(rows, list(singles), n_resamples, seed),
+            "by_type": {t: _cell(typed, list(singles), n_resamples, seed) for t in TYPES
                         if (typed := [r for r in rows if r["type"] == t])}}
 
 
@@ -165,6 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--conventions", choices=BUILTIN_CONVENTIONS, default=DEFAULT_CONVENTIONS,
                    help="index build / ask --conventions")
     p.add_argument("--max-passages", type=int, default=10, help="ask --max-passages")
+    p.add_argument("--retriever", choices=RETRIEVER_MODES, default=DEFAULT_RETRIEVER_MODE, help="ask --retriever")
+    p.add_argument("--reader", choices=("none", "local"), default="none", help="ask --reader")
     p.add_argument("--limit", type=int, help="the first N questions only")
     p.add_argument("--resamples", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=0)
@@ -173,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(json.dumps({"data": "evals/data/multihoprag (development half)", "questions": len(questions),
                       "conventions": args.conventions, "max_passages": args.max_passages,
                       **run(questions, max_passages=args.max_passages, conventions=args.conventions,
-                            n_resamples=args.resamples, seed=args.seed)}, indent=2))
+                            mode=args.retriever, reader=args.reader, n_resamples=args.resamples, seed=args.seed)}, indent=2))
     return 0
 
 

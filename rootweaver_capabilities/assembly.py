@@ -37,19 +37,25 @@ def _log_skip(skipped: SkippedFile) -> None:
 
 def build_retriever(cfg: RetrieverConfig, on_skip: Callable[[SkippedFile], None] = _log_skip, *,
                     conventions: str | None = None) -> Retriever:
-    """BM25 over the index ``cfg.index`` (memory-mapped; checked against ``cfg.corpus`` when
-    that is set too), else over ``cfg.corpus`` (a JSONL file, or a folder of documents chunked
-    by ``cfg.chunking``: each file it skips goes to ``on_skip``, by default a warning of the
-    ``rootweaver.documents`` logger), else over the bundled demo corpus, under the conventions
-    named ``conventions`` (an index's own when ``None``, else the default; an index built under
-    others is refused). A bad corpus or index raises a ``ValueError`` (``CorpusError``,
-    ``IndexFormatError``) naming the file; an index saved
-    without a title index (built by an older rootweaver) opens with a warning of the
-    ``rootweaver.index`` logger. Backend ``sphinxql``: the Manticore/Sphinx cluster of
+    """The retriever of ``cfg.mode`` (BM25, dense or hybrid:
+    :func:`~rootweaver_innovations.retrieval.modes.with_mode`) over the index ``cfg.index``
+    (memory-mapped; checked against ``cfg.corpus`` when that is set too), else over ``cfg.corpus``
+    (a JSONL file, or a folder of documents chunked by ``cfg.chunking``: each file it skips goes
+    to ``on_skip``, by default a warning of the ``rootweaver.documents`` logger), else over the
+    bundled demo corpus, under the conventions named ``conventions`` (an index's own when
+    ``None``, else the default; an index built under others is refused). A bad corpus or index
+    raises a ``ValueError`` (``CorpusError``, ``IndexFormatError``) naming the file; an index
+    saved without a title index (built by an older rootweaver) opens with a warning of the
+    ``rootweaver.index`` logger. A mode that cannot be served (no ``dense`` extra, an index
+    without embeddings, the SphinxQL backend) falls back to BM25 with one warning of the
+    ``rootweaver.retrieval`` logger. Backend ``sphinxql``: the Manticore/Sphinx cluster of
     ``cfg.sphinxql``."""
+    note = logging.getLogger("rootweaver.retrieval").warning
     if cfg.backend == "sphinxql":
         from rootweaver_capabilities.cluster.sphinxql import SphinxQLRetriever
 
+        if cfg.mode != "bm25":
+            note("retriever.mode %s: the sphinxql backend searches with BM25 alone", cfg.mode)
         return SphinxQLRetriever(cfg.sphinxql)
     if cfg.index is not None:
         from rootweaver_innovations.retrieval.index import open_index
@@ -59,18 +65,22 @@ def build_retriever(cfg: RetrieverConfig, on_skip: Callable[[SkippedFile], None]
             logging.getLogger("rootweaver.index").warning(
                 "%s has no title index (built before rootweaver saved one): the loop indexes every title "
                 "at start; rebuild it with `rootweaver index build` to start fast", cfg.index)
-        return index.retriever()
+        return index.retriever(cfg.mode, on_note=note)
+    from rootweaver_innovations.retrieval.modes import with_mode
+
     member = _named(conventions)
     if cfg.corpus is not None and Path(cfg.corpus).is_dir():
         from rootweaver_innovations.documents.folders import load_documents
 
         scan = load_documents(cfg.corpus, cfg.chunking.settings(), on_skip, member)
-        return BM25Retriever(list(scan.passages), backend=cfg.backend, conventions=member)
+        return with_mode(cfg.mode, BM25Retriever(list(scan.passages), backend=cfg.backend, conventions=member),
+                         on_note=note)
     from rootweaver_innovations.documents.corpus import load_corpus_jsonl
     from rootweaver_innovations.documents.demo import DEMO_CORPUS
 
-    return BM25Retriever(load_corpus_jsonl(cfg.corpus or DEMO_CORPUS, cfg.max_record_bytes), backend=cfg.backend,
-                         conventions=member)
+    lexical = BM25Retriever(load_corpus_jsonl(cfg.corpus or DEMO_CORPUS, cfg.max_record_bytes), backend=cfg.backend,
+                            conventions=member)
+    return with_mode(cfg.mode, lexical, on_note=note)
 
 
 def retriever_conventions(retriever: Retriever, config: MultiHopConfig) -> Conventions:

@@ -11,9 +11,9 @@ under these names, in this order.
 from __future__ import annotations
 
 __all__ = ["ANSWERABILITY_THRESHOLD", "BUDGET_UNIT", "BUILTIN_CONVENTIONS", "BUILTIN_STRATEGIES", "CHUNK_TOKENS",
-           "DEFAULT_ANSWER_RULES", "DEFAULT_BUDGET_TOKENS", "DEFAULT_CONVENTIONS", "DEFAULT_STRATEGY",
+           "DEFAULT_ANSWER_RULES", "DEFAULT_BUDGET_TOKENS", "DEFAULT_CONVENTIONS", "DEFAULT_RETRIEVER_MODE", "DEFAULT_STRATEGY",
            "INDEX_CHUNK_PASSAGES", "LINE_STRATEGY", "MAX_FILE_BYTES", "MAX_HOPS", "MAX_INPUT_CHARS", "MAX_INPUT_LINES",
-           "MAX_PASSAGES", "MAX_RECORD_BYTES", "OVERLAP_TOKENS", "PACKING_STRATEGIES", "PASSAGES_PER_HOP", "STOP_RULE"]
+           "MAX_PASSAGES", "MAX_RECORD_BYTES", "OVERLAP_TOKENS", "PACKING_STRATEGIES", "PASSAGES_PER_HOP", "RETRIEVER_MODES", "STOP_RULE"]
 
 # corpus reading and chunking
 MAX_RECORD_BYTES = 1 << 20  # the default per-record (per-line) limit: 1 MiB
@@ -21,6 +21,10 @@ CHUNK_TOKENS = 128  # ChunkingSettings.chunk_tokens: largest chunk of a document
 OVERLAP_TOKENS = 16  # ChunkingSettings.overlap_tokens: tokens a chunk repeats from the previous one
 MAX_FILE_BYTES = 64 << 20  # ChunkingSettings.max_file_bytes: a larger document file is skipped
 INDEX_CHUNK_PASSAGES = 20_000  # build_index's chunk_size: passages parsed and tokenised per chunk
+
+# retrieval (retrieval.modes)
+RETRIEVER_MODES = ("bm25", "dense", "hybrid")  # what every hop searches with
+DEFAULT_RETRIEVER_MODE = "bm25"
 
 # the hop loop (MultiHopRAG)
 MAX_HOPS = 10  # most retrieval hops per question

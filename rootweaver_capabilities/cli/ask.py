@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rootweaver_innovations.defaults import BUILTIN_STRATEGIES
+from rootweaver_innovations.defaults import BUILTIN_STRATEGIES, RETRIEVER_MODES
 
 from rootweaver_capabilities.cli.argtypes import UsageError, positive_int
 from rootweaver_capabilities.cli.options import chunking_options, conventions_option, knob_option
@@ -102,7 +102,8 @@ def _ask_config(args: argparse.Namespace) -> MultiHopConfig:
                                    overlap_tokens=args.overlap_tokens)
     retriever = dataclasses.replace(base.retriever, index=None if args.index is None else str(args.index),
                                     corpus=None if args.corpus is None else str(args.corpus),
-                                    max_record_bytes=args.max_record_bytes, chunking=chunking)
+                                    max_record_bytes=args.max_record_bytes, chunking=chunking,
+                                    mode=args.retriever)
     return dataclasses.replace(base, max_hops=args.max_hops, max_passages=args.max_passages, compaction=compaction,
                                retriever=retriever, llm=_reader_config(args, base.llm), conventions=args.conventions)
 
@@ -159,7 +160,7 @@ def _ask_configured(args: argparse.Namespace, question: str) -> int:
 
 _CONFIGURED_BY_FILE = ("corpus", "index", "compaction", "max_tokens", "max_chars", "max_hops", "max_passages",
                        "reader", "base_url", "model", "model_path", "mode", "timeout", "chunk_tokens", "overlap_tokens",
-                       "conventions")
+                       "conventions", "retriever")
 _ASK_DEFAULTS: dict[str, object] = {}  # filled by add_ask_parser
 
 
@@ -171,6 +172,8 @@ def add_ask_parser(sub: Any) -> None:
                      "(.txt, .md, .html, .pdf; default: the bundled demo corpus); with --index: the JSONL file "
                      "the index must have been built from")
     ask.add_argument("--index", type=Path, help="index directory from `rootweaver index build`, memory-mapped")
+    knob_option(ask, "--retriever", "retriever.mode", choices=RETRIEVER_MODES,
+                help="what every hop searches with (dense and hybrid need the dense extra)")
     conventions_option(ask)
     knob_option(ask, "--compaction", "compaction.strategy", choices=("off", *BUILTIN_STRATEGIES),
                 help="synth-context compaction; off = the full context")

@@ -39,12 +39,14 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
             print(p.line(), file=sys.stderr, flush=True)
 
     start, skips = time.perf_counter(), SkipReport()
+    embedder = _embedder(args.dense)
     with signals_as_exceptions() as latch:  # SIGTERM / SIGINT unwind the build: temp dir and workers removed
         try:
             m = build_index(args.corpus, args.out, workers=args.workers, chunk_size=args.chunk_size,
                             progress=progress, max_record_bytes=args.max_record_bytes,
                             chunking=ChunkingSettings(args.chunk_tokens, args.overlap_tokens), on_skip=skips,
-                            conventions=get_conventions(args.conventions) if args.conventions else default_conventions())
+                            conventions=get_conventions(args.conventions) if args.conventions else default_conventions(),
+                            embedder=embedder)
         except BaseException:
             latch.check()  # a signal during a chunk surfaces as the failure it caused
             raise
@@ -56,9 +58,27 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     docs = f" from {m.components['chunking']['documents']:,} documents" if "chunking" in m.components else ""
     if skips.skipped:
         skips.summary(f"{args.corpus}: {m.corpus.passages:,} chunks{docs}")
+    dense = f", embedded by {m.components['dense']['model']}" if "dense" in m.components else ""
     print(f"built {args.out}: {m.corpus.passages:,} passages{docs}, {bm['vocab_size']:,} terms, {bm['nnz']:,} "
-          f"postings in {time.perf_counter() - start:.1f} s (conventions {m.conventions['name']})")
+          f"postings{dense} in {time.perf_counter() - start:.1f} s (conventions {m.conventions['name']})")
     return 0
+
+
+def _embedder(dense: bool | None):
+    """The embedding model of ``--dense`` (``None``: when the ``dense`` extra is installed, with
+    one line on stderr when it is not); ``--dense`` without the extra is a usage error."""
+    if dense is False:
+        return None
+    from rootweaver_innovations.retrieval.embeddings import load_embedder
+
+    try:
+        return load_embedder()
+    except ImportError:
+        if dense:
+            raise UsageError("--dense needs the dense extra: pip install 'rootweaver[dense]'") from None
+        print("note: the dense extra is not installed, so the index holds no embeddings (BM25 only); "
+              "pip install 'rootweaver[dense]' and rebuild for dense and hybrid retrieval", file=sys.stderr)
+        return None
 
 
 def _cmd_index_update(args: argparse.Namespace) -> int:
@@ -150,6 +170,9 @@ def add_index_parser(sub: Any) -> None:
                        help="passages per chunk (default %(default)s)")
     knob_option(build, "--max-record-bytes", "retriever.max_record_bytes", type=positive_int,
                 help="refuse a corpus line longer than this")
+    build.add_argument("--dense", action=argparse.BooleanOptionalAction, default=None,
+                       help="embed every passage for dense and hybrid retrieval (all-MiniLM-L6-v2, 768 bytes a "
+                       "passage); default: when the dense extra is installed")
     chunking_options(build)
     conventions_option(build)
     build.set_defaults(func=_cmd_index_build)

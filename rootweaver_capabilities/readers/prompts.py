@@ -19,6 +19,7 @@ from rootweaver_innovations.conventions.base import Conventions
 from rootweaver_innovations.conventions.registry import default_conventions
 from rootweaver_innovations.compaction.synth_context import SynthContext
 from rootweaver_innovations.loop.multihop import Answer
+from rootweaver_innovations.loop.result import INSUFFICIENT_INFORMATION
 from rootweaver_innovations.records import Fact
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
     "answer_only_messages",
     "ask_with_evidence",
     "evidence_messages",
+    "is_refusal",
     "number_facts",
     "parse_answer_only",
     "parse_evidence_reply",
@@ -44,14 +46,24 @@ MODES = frozenset({MODE_ANSWER, MODE_EVIDENCE})
 
 ANSWER_SYSTEM = (
     "You answer questions using only the given context. Reply with the shortest possible "
-    "answer: a name, a date, a number, a short phrase, or yes/no. No explanation."
+    "answer: a name, a date, a number, a short phrase, or yes/no. No explanation. If the "
+    f"context does not contain the answer, reply: {INSUFFICIENT_INFORMATION}"
 )
 EVIDENCE_SYSTEM = (
     "You answer questions using only the given context. Context lines are numbered as "
     "'N: title | sentence'; lines starting with 'From query:' are not evidence. Reply with "
     'only a JSON object: {"answer": "<shortest possible answer>", "evidence": [<numbers of '
-    "every line needed to support the answer>]}."
+    "every line needed to support the answer>]}. If the context does not contain the answer, "
+    f'reply {{"answer": "{INSUFFICIENT_INFORMATION}", "evidence": []}}.'
 )
+_REFUSAL = re.compile(r"^\W*(?:insufficient information|not enough information|no information|unknown|"
+                      r"(?:the )?(?:context|information) (?:does not|doesn't) )", re.IGNORECASE)
+
+
+def is_refusal(answer: str) -> bool:
+    """Whether a reader's answer says the context does not hold the answer
+    (:data:`INSUFFICIENT_INFORMATION`, or the few other ways small readers put it)."""
+    return bool(_REFUSAL.match(answer))
 CORRECTION = (
     'Your reply was not a valid JSON object. Reply with only {"answer": "...", "evidence": [N, ...]}.'
 )

@@ -11,6 +11,7 @@ from rootweaver_innovations.compaction.line import CompactionRequest
 from rootweaver_innovations.compaction.strategies import DEFAULT_STRATEGY, Compactor, make_compactor
 from rootweaver_innovations.compaction.synth_context import SynthContext
 from rootweaver_innovations.conventions.base import Conventions
+from rootweaver_innovations.loop.result import ABSTAINED, INSUFFICIENT_INFORMATION
 
 from rootweaver_capabilities.readers.chat import ChatClient, ChatPacket
 from rootweaver_capabilities.readers.deadline import request_deadline
@@ -23,6 +24,7 @@ from rootweaver_capabilities.readers.prompts import (
     answer_only_messages,
     ask_with_evidence,
     evidence_messages,
+    is_refusal,
     number_facts,
     parse_answer_only,
 )
@@ -56,6 +58,11 @@ class LLMSynthesizer:
     :func:`extractive_answer`, labelled ``extractive (reader failed: <kind>)``, with the
     error kind and scrubbed message in the returned :class:`ReaderAnswer`; other
     exceptions (bugs) propagate.
+
+    Saying "not in the documents": an empty synth context is answered
+    :data:`~rootweaver_innovations.loop.result.INSUFFICIENT_INFORMATION` with method
+    ``abstained`` without asking the reader; so is a reader's refusal (:func:`is_refusal`),
+    which the prompts invite when the context does not contain the answer.
     """
 
     client: ChatClient
@@ -134,6 +141,8 @@ class LLMSynthesizer:
         tag = f"{self.reader}:{self.mode}"
         tokens: int | None = None
         given = context
+        if not any(f.body for f in context.facts):
+            return ReaderAnswer(text=INSUFFICIENT_INFORMATION, method=ABSTAINED, reader=self.reader)
         try:
             with request_deadline(self.client.timeout_s):
                 context, tokens = self.fit(question, context)
@@ -144,9 +153,14 @@ class LLMSynthesizer:
                     if outcome.malformed:
                         last = next((r.strip() for r in reversed(outcome.replies) if r.strip()), "")
                         return ReaderAnswer(text=last, method=f"{tag} (malformed reply)", **common)
+                    if is_refusal(outcome.answer):
+                        return ReaderAnswer(text=INSUFFICIENT_INFORMATION, method=ABSTAINED, **common)
                     return ReaderAnswer(text=outcome.answer, citations=numbered.cited(outcome.evidence),
                                         method=tag, **common)
-                return ReaderAnswer(text=parse_answer_only(self._complete(messages)), method=tag, **common)
+                text = parse_answer_only(self._complete(messages))
+                if is_refusal(text):
+                    return ReaderAnswer(text=INSUFFICIENT_INFORMATION, method=ABSTAINED, **common)
+                return ReaderAnswer(text=text, method=tag, **common)
         except LLMError as exc:
             fallback = extractive_answer(question, given.facts, self.conventions)
             return ReaderAnswer(

@@ -17,7 +17,13 @@ from rootweaver_innovations.compaction.line import CompactionRequest, Compaction
 from rootweaver_innovations.compaction.synth_context import SynthContext
 from rootweaver_innovations.records import Fact
 
-__all__ = ["Answer", "AnswerRule", "Decomposer", "Hop", "MultiHopResult", "Synthesizer"]
+__all__ = ["ABSTAINED", "INSUFFICIENT_INFORMATION", "Answer", "AnswerRule", "Decomposer", "Hop", "MultiHopResult",
+           "Synthesizer"]
+
+INSUFFICIENT_INFORMATION = "insufficient information"
+"""The one answer text that says the read documents do not support an answer."""
+ABSTAINED = "abstained"
+"""The ``method`` of an answer that is :data:`INSUFFICIENT_INFORMATION`."""
 
 
 class Decomposer(Protocol):

@@ -26,14 +26,16 @@ which may be ``np.memmap`` files.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice
+from pathlib import Path
 
 import numpy as np
 
-__all__ = ["IDFS", "BM25Matrix", "Vocabulary", "build_matrix", "count_chunk", "idf_weights", "okapi_idf",
+__all__ = ["IDFS", "BM25Matrix", "Vocabulary", "build_matrix", "count_chunk", "idf_weights", "okapi_idf", "write_bm25",
            "saturation", "scatter_scores"]
 
 IDFS = ("robertson", "lucene")
@@ -198,3 +200,27 @@ def build_matrix(tokens: Iterable[Sequence[str]], k1: float, b: float, chunk_siz
     out = {"indices": np.empty(nnz, np.int32), **{name: np.empty(nnz, np.float32) for name in IDFS}}
     indptr = scatter_scores(chunks, df, np.concatenate(lengths), k1, b, out)
     return BM25Matrix(dict(vocab), indptr, out["indices"], out["robertson"], out["lucene"], num_docs)
+
+
+def write_bm25(directory: Path, chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], df: np.ndarray,
+               lengths: np.ndarray, terms: Sequence[str], k1: float, b: float) -> int:
+    """Write the BM25 files of :data:`~rootweaver_innovations.retrieval.manifest.BM25_FILES` into
+    ``directory`` from ``(term, doc, tf)`` chunks as :func:`scatter_scores` takes them, ``terms[t]`` the
+    term of id ``t`` (each with ``df[t] > 0``) and ``lengths`` every passage's token count;
+    returns the number of postings. Columns follow the terms' sorted order, so the files do not
+    depend on the order terms were first met (an update writes what a build of its corpus writes)."""
+    order = sorted(range(len(terms)), key=terms.__getitem__)
+    rank = np.empty(len(terms), dtype=np.int32)
+    rank[order] = np.arange(len(terms), dtype=np.int32)
+    df = df[order]
+    nnz = int(df.sum())
+    out = {"indices": np.lib.format.open_memmap(directory / "indices.npy", "w+", np.int32, (nnz,)),
+           **{name: np.lib.format.open_memmap(directory / f"{name}.npy", "w+", np.float32, (nnz,)) for name in IDFS},
+           "tf": np.lib.format.open_memmap(directory / "tf.npy", "w+", np.int32, (nnz,))}
+    indptr = scatter_scores(((rank[t], d, f) for t, d, f in chunks), df, lengths, k1, b, out)
+    for arr in out.values():
+        arr.flush()
+    del out
+    np.save(directory / "indptr.npy", indptr)
+    (directory / "vocab.json").write_text(json.dumps([terms[i] for i in order], ensure_ascii=False), encoding="utf-8")
+    return nnz

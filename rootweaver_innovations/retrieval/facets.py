@@ -8,27 +8,24 @@ Fortune). It names a day when it holds a full date (``"October 2, 2023"``, ``"2 
 2023"``, ``"2023-10-02"``, month names long or short). A passage's day is the date its
 document's ``published`` value gives, as written (its own time zone, not UTC).
 
-Saved with an index as the ``facets`` component (:data:`FACET_FILES`): ``sources.json``
-(the distinct names, first-seen order), ``source_rows.npy`` (int32 per passage, -1 for
-none) and ``days.npy`` (int32 days since 1970-01-01 per passage, :data:`NO_DAY` for none).
+:class:`Facets` holds the distinct source names (first-seen order), an int32 source number
+per passage (-1 for none) and an int32 day per passage (days since 1970-01-01, :data:`NO_DAY`
+for none); an index computes them from its records when it is opened.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from rootweaver_innovations.documents.corpus import Passage
 
-__all__ = ["FACET_FILES", "NO_DAY", "Facets", "NamedFacet", "day_number"]
+__all__ = ["NO_DAY", "Facets", "NamedFacet", "day_number"]
 
-FACET_FILES = ("facets/sources.json", "facets/source_rows.npy", "facets/days.npy")
 NO_DAY = np.iinfo(np.int32).min
 _EPOCH = dt.date(1970, 1, 1)
 _MONTHS = {m: i for i, names in enumerate((
@@ -86,30 +83,6 @@ class Facets:
     def __bool__(self) -> bool:
         """Whether any passage has a source or a day (an index of plain text has neither)."""
         return bool(self.sources) or bool((self.days != NO_DAY).any())
-
-    def save(self, root: Path) -> None:
-        """Write :data:`FACET_FILES` under the index directory ``root``."""
-        (root / "facets").mkdir(exist_ok=True)
-        (root / FACET_FILES[0]).write_text(json.dumps(list(self.sources), ensure_ascii=False), encoding="utf-8")
-        np.save(root / FACET_FILES[1], self.source_rows)
-        np.save(root / FACET_FILES[2], self.days)
-
-    @classmethod
-    def load(cls, root: Path, rows: int) -> Facets:
-        """The facets saved under ``root`` (arrays memory-mapped); ``ValueError`` naming the file
-        when one is malformed or not ``rows`` long."""
-        names = json.loads((root / FACET_FILES[0]).read_text(encoding="utf-8"))
-        if not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
-            raise ValueError(f"{root / FACET_FILES[0]}: not a list of source names")
-        arrays = []
-        for f in FACET_FILES[1:]:
-            a = np.load(root / f, mmap_mode="r")
-            if a.dtype != np.int32 or a.shape != (rows,):
-                raise ValueError(f"{root / f}: expected int32 of shape ({rows},), got {a.dtype} {a.shape}")
-            arrays.append(a)
-        if arrays[0].size and int(arrays[0].max()) >= len(names):
-            raise ValueError(f"{root / FACET_FILES[1]}: a source number beyond {root / FACET_FILES[0]}")
-        return cls(tuple(names), *arrays)
 
     def named(self, question: str) -> list[NamedFacet]:
         """The sources and days ``question`` names that some passage has, in the order it names

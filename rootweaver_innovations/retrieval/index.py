@@ -14,6 +14,8 @@ Layout of an index directory (``rootweaver index build CORPUS --out DIR``)::
     DIR/titles/*.npy             the loop's title index (:class:`~rootweaver_innovations.retrieval.titles.TitleArrays`)
     DIR/chunking/files.json      for a folder: each file's size, mtime, SHA-256 and chunk count
                                  (:mod:`~rootweaver_innovations.documents.file_records`)
+    DIR/dense/embeddings.npy     when built with embeddings: one float16 row per passage
+                                 (:mod:`~rootweaver_innovations.retrieval.dense_index`)
 
 Components are named entries of ``manifest["components"]`` (``passages``, ``bm25``,
 ``titles``, and for a folder ``chunking``: the chunk settings, document count and skips),
@@ -52,6 +54,7 @@ import numpy as np
 
 from rootweaver_innovations.conventions.registry import get_conventions
 from rootweaver_innovations.documents.corpus import CorpusError, Passage, passage_from_object
+from rootweaver_innovations.retrieval.dense_index import open_dense
 from rootweaver_innovations.retrieval.facets import Facets
 from rootweaver_innovations.retrieval.titles import TITLE_FILES, TitleArrays, TitleIndex
 from rootweaver_innovations.retrieval.bm25_matrix import IDFS, BM25Matrix
@@ -65,7 +68,8 @@ from rootweaver_innovations.retrieval.manifest import (
     read_manifest,
     sha256_of,
 )
-from rootweaver_innovations.retrieval.retrievers import BM25Retriever
+from rootweaver_innovations.retrieval.modes import MODEL, with_mode
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever, Retriever
 
 __all__ = [
     "FORMAT_VERSION",
@@ -122,24 +126,30 @@ class PassageStore(Sequence[Passage]):
 
 @dataclass(frozen=True, slots=True)
 class OpenIndex:
-    """An opened index: its manifest, passages, BM25 matrix and title index (arrays
-    memory-mapped; ``titles`` is ``None`` for an index built before it had one)."""
+    """An opened index: its manifest, passages, BM25 matrix, title index and embeddings (arrays
+    memory-mapped; ``titles`` is ``None`` for an index built before it had one, ``dense`` for
+    one built without embeddings)."""
 
     path: Path
     manifest: IndexManifest
     passages: PassageStore
     bm25: BM25Matrix
     titles: TitleIndex | None = None
+    dense: np.ndarray | None = None
 
-    def retriever(self) -> BM25Retriever:
-        """The ``bm25s``-backend :class:`BM25Retriever` over this index, carrying its title index,
-        the conventions it was built under and, when its ``metadata`` component counts documents
-        with a source or a published date, their :class:`~rootweaver_innovations.retrieval.facets.Facets`
-        (read from every record once, here)."""
+    def retriever(self, mode: str = "bm25", on_note: Callable[[str], None] = print) -> Retriever:
+        """The retriever of ``mode`` (:func:`~rootweaver_innovations.retrieval.modes.with_mode`) over
+        this index: its ``bm25s``-backend :class:`BM25Retriever`, carrying its title index, the
+        conventions it was built under and, when its ``metadata`` component counts documents with a
+        source or a published date, their :class:`~rootweaver_innovations.retrieval.facets.Facets`
+        (read from every record once, here); for ``dense`` and ``hybrid`` its saved embeddings
+        (BM25 alone, after one line to ``on_note``, when it has none)."""
         fields = self.manifest.components.get("metadata", {}).get("fields", {})
         facets = Facets.of_passages(self.passages) if fields.get("source") or fields.get("published") else None
-        return BM25Retriever.from_matrix(self.passages, self.bm25, title_index=self.titles, facets=facets,
-                                         conventions=get_conventions(self.manifest.conventions["name"]))
+        lexical = BM25Retriever.from_matrix(self.passages, self.bm25, title_index=self.titles, facets=facets,
+                                            conventions=get_conventions(self.manifest.conventions["name"]))
+        model = self.manifest.components.get("dense", {}).get("model", MODEL)
+        return with_mode(mode, lexical, self.dense, model=model, embed=False, on_note=on_note)
 
     def component(self, name: str) -> Mapping[str, Any]:
         """The manifest entry of component ``name``; :class:`IndexFormatError` if absent."""
@@ -247,7 +257,13 @@ def open_index(path: str | Path, corpus: str | Path | None = None, conventions: 
     except (OSError, ValueError) as exc:
         raise _damaged(path, "passages/records.jsonl", f"unreadable ({exc})") from None
     matrix = BM25Matrix(vocab, indptr, indices, arrays["robertson"], arrays["lucene"], n)
-    return OpenIndex(path, manifest, passages, matrix, _open_titles(path, manifest, passages))
+    dense = None
+    if "dense" in manifest.components:
+        try:
+            dense = open_dense(path, manifest.components["dense"], n)
+        except ValueError as exc:
+            raise IndexFormatError(str(exc)) from None
+    return OpenIndex(path, manifest, passages, matrix, _open_titles(path, manifest, passages), dense)
 
 
 def _open_titles(path: Path, manifest: IndexManifest, passages: PassageStore) -> TitleIndex | None:

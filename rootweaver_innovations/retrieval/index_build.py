@@ -51,8 +51,10 @@ from rootweaver_innovations.documents.corpus import (
 from rootweaver_innovations.documents.file_records import records_bytes, scan_folder
 from rootweaver_innovations.documents.folders import ChunkingSettings, SkippedFile, count_by_reason, passage_record
 from rootweaver_innovations.documents.metadata import MetaSummary
+from rootweaver_innovations.retrieval.dense_index import DENSE_FILES, write_dense
+from rootweaver_innovations.retrieval.embeddings import Embedder
 from rootweaver_innovations.retrieval.titles import TITLE_FILES, TitleArrays, TitleBatch, last_file_subject, passage_keys
-from rootweaver_innovations.retrieval.bm25_matrix import IDFS, Vocabulary, count_chunk, scatter_scores
+from rootweaver_innovations.retrieval.bm25_matrix import Vocabulary, count_chunk, write_bm25
 from rootweaver_innovations.retrieval.manifest import (
     BM25_FILES,
     CHUNKING_FILES,
@@ -67,7 +69,7 @@ from rootweaver_innovations.retrieval.manifest import (
 )
 from rootweaver_innovations.retrieval.tokens import corpus_tokens, tokenizer_settings
 
-__all__ = ["BuildProgress", "build_index", "write_bm25"]
+__all__ = ["BuildProgress", "build_index"]
 
 _TRIPLE = np.dtype([("term", np.int32), ("doc", np.int32), ("tf", np.int32)])
 
@@ -75,19 +77,26 @@ _TRIPLE = np.dtype([("term", np.int32), ("doc", np.int32), ("tf", np.int32)])
 @dataclass(frozen=True, slots=True)
 class BuildProgress:
     """One progress report of :func:`build_index`: passages and corpus bytes read so far;
-    ``chunking`` while a folder's files are still being cut (no byte total is known then)."""
+    ``chunking`` while a folder's files are still being cut (no byte total is known then);
+    ``embedding`` while passages are embedded (``bytes_read`` / ``bytes_total`` then count
+    passages embedded / all)."""
 
     passages: int
     bytes_read: int
     bytes_total: int
     seconds: float
     chunking: bool = False
+    embedding: bool = False
 
     def line(self) -> str:
-        """``"1,200,000 passages  41.0%  52,000/s  ETA 31 s"`` (ETA from the byte rate), or
-        ``"chunking: 5,200 chunks  1,300/s"``."""
+        """``"1,200,000 passages  41.0%  52,000/s  ETA 31 s"`` (ETA from the byte rate),
+        ``"chunking: 5,200 chunks  1,300/s"`` or ``"embedding: 2,048/17,350 passages ..."``."""
         if self.chunking:
             return f"chunking: {self.passages:,} chunks  {self.passages / max(self.seconds, 1e-9):,.0f}/s"
+        if self.embedding:
+            rate = self.bytes_read / max(self.seconds, 1e-9)
+            return (f"embedding: {self.bytes_read:,}/{self.bytes_total:,} passages  {rate:,.0f}/s  "
+                    f"ETA {(self.bytes_total - self.bytes_read) / max(rate, 1e-9):,.0f} s")
         frac = self.bytes_read / self.bytes_total if self.bytes_total else 1.0
         rate = self.passages / self.seconds if self.seconds > 0 else 0.0
         eta = self.seconds * (1 - frac) / frac if frac > 0 else float("inf")
@@ -124,7 +133,8 @@ def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: floa
                 chunking: ChunkingSettings = ChunkingSettings(),
                 on_skip: Callable[[SkippedFile], None] | None = None,
                 conventions: Conventions | None = None,
-                on_notice: Callable[[FileNotice], None] = warn_notice) -> IndexManifest:
+                on_notice: Callable[[FileNotice], None] = warn_notice,
+                embedder: Embedder | None = None) -> IndexManifest:
     """Build the index of the JSONL ``corpus`` (``.gz`` read transparently) into ``out``.
 
     A folder ``corpus`` is first cut into passages by
@@ -148,7 +158,9 @@ def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: floa
     index fingerprint. A record (or a folder's file) read with a problem, such as a date
     that does not read, is heard once by ``on_notice``; the manifest's ``metadata``
     component summarises what the documents carry
-    (:class:`~rootweaver_innovations.documents.metadata.MetaSummary`).
+    (:class:`~rootweaver_innovations.documents.metadata.MetaSummary`). With an ``embedder``
+    every passage is embedded into the ``dense`` component
+    (:mod:`~rootweaver_innovations.retrieval.dense_index`) after the BM25 pass.
     """
     corpus, out = Path(corpus), Path(out)
     if not (corpus.is_file() or corpus.is_dir()):
@@ -177,6 +189,12 @@ def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: floa
         else:
             manifest = _build(corpus, tmp, k1, b, chunk_size, workers, progress, max_record_bytes, conventions,
                               on_notice)
+        if embedder is not None:
+            n = manifest.corpus.passages
+            report = None if progress is None else lambda done, s: progress(BuildProgress(done, done, n, s, embedding=True))
+            manifest = dataclasses.replace(
+                manifest, components={**manifest.components, "dense": write_dense(tmp, n, embedder, report)},
+                files={**manifest.files, **file_entries(tmp, DENSE_FILES)})
         (tmp / MANIFEST).write_text(json.dumps(manifest.to_json(), indent=2), encoding="utf-8")
         tmp.rename(out)
     finally:
@@ -390,31 +408,6 @@ def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, worker
         {"name": conventions.name, "fingerprint": index_fingerprint(conventions)},
     )
     return manifest
-
-
-def write_bm25(directory: Path, chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], df: np.ndarray,
-               lengths: np.ndarray, terms: Sequence[str], k1: float, b: float) -> int:
-    """Write the BM25 files of :data:`~rootweaver_innovations.retrieval.manifest.BM25_FILES` into
-    ``directory`` from ``(term, doc, tf)`` chunks as :func:`~rootweaver_innovations.retrieval.bm25_matrix.scatter_scores`
-    takes them, ``terms[t]`` the
-    term of id ``t`` (each with ``df[t] > 0``) and ``lengths`` every passage's token count;
-    returns the number of postings. Columns follow the terms' sorted order, so the files do not
-    depend on the order terms were first met (an update writes what a build of its corpus writes)."""
-    order = sorted(range(len(terms)), key=terms.__getitem__)
-    rank = np.empty(len(terms), dtype=np.int32)
-    rank[order] = np.arange(len(terms), dtype=np.int32)
-    df = df[order]
-    nnz = int(df.sum())
-    out = {"indices": np.lib.format.open_memmap(directory / "indices.npy", "w+", np.int32, (nnz,)),
-           **{name: np.lib.format.open_memmap(directory / f"{name}.npy", "w+", np.float32, (nnz,)) for name in IDFS},
-           "tf": np.lib.format.open_memmap(directory / "tf.npy", "w+", np.int32, (nnz,))}
-    indptr = scatter_scores(((rank[t], d, f) for t, d, f in chunks), df, lengths, k1, b, out)
-    for arr in out.values():
-        arr.flush()
-    del out
-    np.save(directory / "indptr.npy", indptr)
-    (directory / "vocab.json").write_text(json.dumps([terms[i] for i in order], ensure_ascii=False), encoding="utf-8")
-    return nnz
 
 
 def _chunk_folder(folder: Path, tmp: Path, chunking: ChunkingSettings,

@@ -16,7 +16,7 @@ a 128-token chunk), its title keys (read back from the title arrays) and its row
 per-row component in :data:`ROW_COMPONENTS`; the other rows are computed. The BM25
 statistics (passages, document frequencies, average length) and every score are then
 recomputed and the title index merged again, so the result is, file for file, the index a
-build of the current corpus writes (:func:`~rootweaver_innovations.retrieval.index_build.write_bm25`
+build of the current corpus writes (:func:`~rootweaver_innovations.retrieval.bm25_matrix.write_bm25`
 orders the columns by term).
 
 How it is replaced. The new index is written to ``.<name>.building-<pid>`` beside the old one
@@ -36,6 +36,7 @@ import mmap
 import os
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
@@ -48,9 +49,10 @@ from rootweaver_innovations.defaults import MAX_RECORD_BYTES
 from rootweaver_innovations.documents.corpus import CorpusError, Passage, meta_summary, passage_from_object, record_object
 from rootweaver_innovations.documents.file_records import FileRecord, read_records, records_bytes, scan_folder
 from rootweaver_innovations.documents.folders import ChunkingSettings, SkippedFile, count_by_reason, passage_record
-from rootweaver_innovations.retrieval.bm25_matrix import Vocabulary, count_chunk
+from rootweaver_innovations.retrieval.bm25_matrix import Vocabulary, count_chunk, write_bm25
 from rootweaver_innovations.retrieval.index import OpenIndex, open_index
-from rootweaver_innovations.retrieval.index_build import _lines, _remove_stale_builds, write_bm25
+from rootweaver_innovations.retrieval.dense_index import dense_rows
+from rootweaver_innovations.retrieval.index_build import _lines, _remove_stale_builds
 from rootweaver_innovations.retrieval.manifest import (
     CHUNKING_FILES,
     MANIFEST,
@@ -64,13 +66,14 @@ from rootweaver_innovations.retrieval.tokens import corpus_tokens
 
 __all__ = ["ROW_COMPONENTS", "RowFunction", "UpdateReport", "update_index"]
 
-RowFunction = Callable[[Sequence[Passage]], Mapping[str, np.ndarray]]
-ROW_COMPONENTS: dict[str, RowFunction] = {}
-"""Components holding one row per passage (e.g. ``dense``), by name: a function that, given the
-passages to compute (the new and changed ones, in index order), returns for each of the
-component's files (its path in the index) an array whose first axis runs over those passages.
-An update copies the kept rows from the old files and writes each file whole in passage order;
-the manifest entry is carried over. An index with a component neither here nor built in is refused."""
+RowFunction = Callable[[Sequence[Passage], Mapping[str, Any]], Mapping[str, np.ndarray]]
+ROW_COMPONENTS: dict[str, RowFunction] = {"dense": dense_rows}
+"""Components holding one row per passage, by name: a function that, given the passages to
+compute (the new and changed ones, in index order) and the component's manifest entry, returns
+for each of the component's files (its path in the index) an array whose first axis runs over
+those passages. An update copies the kept rows from the old files and writes each file whole in
+passage order; the manifest entry is carried over. An index with a component neither here nor
+built in is refused."""
 
 _BUILT_IN = frozenset({"passages", "bm25", "titles", "chunking", "metadata"})
 _BLOCK = 1 << 20  # postings handed to the score scatter at once
@@ -335,7 +338,7 @@ def _write_rows(old: OpenIndex, plan: _Plan, old_rows: np.ndarray, tmp: Path) ->
     for name, compute in ROW_COMPONENTS.items():
         if name not in old.manifest.components:
             continue
-        fresh = compute(plan.fresh) if plan.fresh else {}
+        fresh = compute(plan.fresh, old.component(name)) if plan.fresh else {}
         for rel in old.component(name)["files"]:
             prev = np.load(old.path / rel, mmap_mode="r")
             rows = np.empty((len(old_rows), *prev.shape[1:]), dtype=prev.dtype)

@@ -25,6 +25,7 @@ from rootweaver_innovations.conventions.base import Conventions
 from rootweaver_innovations.conventions.registry import CONVENTIONS, get_conventions
 from rootweaver_innovations.documents.folders import ChunkingSettings
 from rootweaver_innovations.fingerprint import code_fingerprint
+from rootweaver_innovations.retrieval.dense_index import DENSE_FILES, dense_problem
 from rootweaver_innovations.retrieval.titles import TITLE_COUNTS, TITLE_DTYPES, TITLE_FILES
 from rootweaver_innovations.retrieval.tokens import tokenizer_settings
 
@@ -40,7 +41,8 @@ BM25_FILES = ("bm25/indptr.npy", "bm25/indices.npy", "bm25/robertson.npy", "bm25
 CHUNKING_FILES = ("chunking/files.json",)  # a folder's files as scanned (documents.file_records)
 DTYPES = {"bm25/indptr.npy": np.int64, "bm25/indices.npy": np.int32, "bm25/robertson.npy": np.float32,
            "bm25/lucene.npy": np.float32, "bm25/tf.npy": np.int32, "passages/offsets.npy": np.int64, **TITLE_DTYPES}
-COMPONENT_FILES = {"passages": PASSAGE_FILES, "bm25": BM25_FILES, "titles": TITLE_FILES, "chunking": CHUNKING_FILES}
+COMPONENT_FILES = {"passages": PASSAGE_FILES, "bm25": BM25_FILES, "titles": TITLE_FILES, "chunking": CHUNKING_FILES,
+                   "dense": DENSE_FILES}
 ALL_FILES = tuple(f for files in COMPONENT_FILES.values() for f in files)  # what a build may write
 
 
@@ -132,6 +134,8 @@ def _manifest_problem(raw: Any) -> str | None:
     if "metadata" in comps and not _metadata_shape(comps["metadata"]):
         return ("component 'metadata' needs integers documents, with_meta, source_count, objects of integers "
                 "fields and sources, and published null or {first, last}")
+    if "dense" in comps and (problem := dense_problem(comps["dense"])):
+        return problem
     needed = {f for name, fs in COMPONENT_FILES.items() if name in comps for f in fs}
     if not (isinstance(files, dict) and needed <= set(files) <= set(ALL_FILES)
             and all(isinstance(f, dict) and set(f) == {"bytes", "sha256"} and _is_int(f["bytes"])

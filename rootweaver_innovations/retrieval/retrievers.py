@@ -49,6 +49,7 @@ __all__ = [
 ]
 
 BACKENDS = ("bm25s", "rank_bm25")
+_DENSE_BLOCK = 1 << 16  # float16 rows widened at once when scoring
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,16 +222,21 @@ class DenseRetriever:
     """Cosine similarity of L2-normalised embeddings; passages embedded once at build time.
 
     ``embeddings`` may be passed precomputed (``(n, d)`` float16 or float32, rows aligned with
-    ``passages``, e.g. memory-mapped from a saved index); ``passages`` is kept as given (any
-    sequence that reads a passage by position), so the loop can map hits to rows without
-    reading them. Raises ``ValueError`` on no passages or a row count that differs.
+    ``passages``, e.g. memory-mapped from a saved index; float16 is scored in blocks widened
+    to float32); ``passages`` is kept as given (any sequence that reads a passage by position),
+    so the loop can map hits to rows without reading them. ``title_index``, ``facets`` and
+    ``conventions`` are carried for the loop as :class:`BM25Retriever` carries them. Raises
+    ``ValueError`` on no passages or a row count that differs.
     """
 
-    def __init__(self, passages: Sequence[Passage], embedder: Embedder, embeddings: np.ndarray | None = None):
+    def __init__(self, passages: Sequence[Passage], embedder: Embedder, embeddings: np.ndarray | None = None, *,
+                 title_index: TitleIndex | None = None, facets: Facets | None = None,
+                 conventions: Conventions | None = None):
         if not len(passages):
             raise ValueError("cannot index an empty passage list")
         self.passages: Sequence[Passage] = passages
         self.embedder = embedder
+        self.title_index, self.facets, self.conventions = title_index, facets, conventions
         if embeddings is None:
             embeddings = embedder.encode([passage_text(p) for p in self.passages])
         if embeddings.shape[0] != len(self.passages):
@@ -239,8 +245,14 @@ class DenseRetriever:
 
     def scores(self, query: str) -> np.ndarray:
         """Cosine of every passage with ``query`` (float64, corpus order)."""
-        q = self.embedder.encode([query])[0].astype(self.embeddings.dtype)
-        return (self.embeddings @ q).astype(np.float64)
+        q = self.embedder.encode([query])[0].astype(np.float32)
+        e = self.embeddings
+        if e.dtype == np.float32:
+            return (e @ q).astype(np.float64)
+        out = np.empty(e.shape[0], dtype=np.float64)
+        for i in range(0, e.shape[0], _DENSE_BLOCK):  # NumPy has no BLAS for float16
+            out[i:i + _DENSE_BLOCK] = e[i:i + _DENSE_BLOCK].astype(np.float32) @ q
+        return out
 
     def top_rows(self, query: str, k: int, within: np.ndarray | None = None) -> tuple[list[int], list[float]]:
         """Positions in ``passages`` of the ``k`` most similar passages and their cosines, best

@@ -26,6 +26,7 @@ from rootweaver_capabilities.readers.synthesizer import LLMSynthesizer
 from rootweaver_capabilities.readers.token_count import TOKENIZER_ENV, resolve_token_counter
 from evals.scoring import gold_line_ids, score_ebg
 from rootweaver_capabilities.readers.prompts import (
+    is_refusal,
     EvidenceReply,
     MalformedReplyError,
     answer_only_messages,
@@ -386,3 +387,29 @@ def test_score_ebg_strict_evidence():
     # no gold line in the context: Evid cannot be true
     assert not score_ebg("x", ["x"], [1], []).evid
     assert not score_ebg("nothing", ["no"], [1], [1]).ans and score_ebg("No.", ["no"], [1], [1]).joint
+
+
+@pytest.mark.parametrize("mode, content", [
+    ("evidence", '{"answer": "Insufficient information.", "evidence": []}'),
+    ("answer", "insufficient information"),
+    ("answer", "Unknown"),
+])
+def test_a_reader_that_finds_no_answer_abstains_in_the_fixed_phrase(mode, content):
+    def reply(n):
+        return httpx.Response(200, json={"choices": [{"message": {"content": content}}]})
+
+    answer = LLMSynthesizer(make_client(Recorder(reply)), mode=mode)("Who wrote Solaris?", CONTEXT)
+    assert (answer.text, answer.method, answer.citations) == ("insufficient information", "abstained", ())
+    assert answer.reader == "openai:reader" and answer.prompt_tokens is not None
+
+
+def test_an_empty_synth_context_abstains_without_asking_the_reader():
+    recorder = Recorder(refuse)
+    answer = LLMSynthesizer(make_client(recorder), mode="evidence")("Who wrote Dune?", CONTEXT.with_facts((), "facts"))
+    assert (answer.text, answer.method) == ("insufficient information", "abstained") and recorder.requests == []
+
+
+@given(st.text(max_size=40))
+def test_only_answers_that_begin_with_a_refusal_are_refusals(text):
+    assert is_refusal("Insufficient information: " + text)
+    assert not is_refusal("Frank Herbert " + text)

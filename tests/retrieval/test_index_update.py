@@ -238,7 +238,7 @@ def test_per_row_components_are_carried_for_kept_rows_and_computed_for_the_other
     monkeypatch.setattr(manifest, "ALL_FILES", (*manifest.ALL_FILES, rel))
     seen: list[str] = []
 
-    def rows(passages):
+    def rows(passages, component=None):
         seen.extend(p.id for p in passages)
         return {rel: np.array([[len(p.text), len(p.id)] for p in passages], dtype=np.float32)}
 
