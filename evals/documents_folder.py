@@ -143,8 +143,9 @@ def run(rows, *, layouts: Sequence[str] = LAYOUTS, chunk_tokens: int = 128, max_
             index = Path(tmp) / f"{layout}.idx"
             started = time.perf_counter()
             with contextlib.redirect_stdout(io.StringIO()):
-                if rootweaver(["index", "build", str(corpus), "--out", str(index),
-                               "--chunk-tokens", str(chunk_tokens), "--conventions", conventions]) != 0:
+                dense = ["--dense"] if mode != "bm25" else []
+                if rootweaver(["index", "build", str(corpus), "--out", str(index), "--chunk-tokens", str(chunk_tokens),
+                               "--conventions", conventions, *dense]) != 0:
                     raise RuntimeError(f"index build failed for {layout}")
             built_s = time.perf_counter() - started
             records = {}

@@ -185,7 +185,8 @@ def run(questions: Sequence[NewsQuestion], *, max_passages: int = 10, convention
         folder, index = Path(tmp) / "articles", Path(tmp) / "articles.idx"
         articles = write_articles(folder)
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            code = rootweaver(["index", "build", str(folder), "--out", str(index), "--conventions", conventions])
+            code = rootweaver(["index", "build", str(folder), "--out", str(index), "--conventions", conventions,
+                               "--dense"])
         if code != 0:
             raise RuntimeError(f"rootweaver index build exited {code}")
         count = default_token_counter().count

@@ -64,21 +64,16 @@ def _cmd_index_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _embedder(dense: bool | None):
-    """The embedding model of ``--dense`` (``None``: when the ``dense`` extra is installed, with
-    one line on stderr when it is not); ``--dense`` without the extra is a usage error."""
-    if dense is False:
+def _embedder(dense: bool):
+    """The embedding model when ``--dense`` is given (a usage error without the ``dense`` extra)."""
+    if not dense:
         return None
     from rootweaver_innovations.retrieval.embeddings import load_embedder
 
     try:
         return load_embedder()
     except ImportError:
-        if dense:
-            raise UsageError("--dense needs the dense extra: pip install 'rootweaver[dense]'") from None
-        print("note: the dense extra is not installed, so the index holds no embeddings (BM25 only); "
-              "pip install 'rootweaver[dense]' and rebuild for dense and hybrid retrieval", file=sys.stderr)
-        return None
+        raise UsageError("--dense needs the dense extra: pip install 'rootweaver[dense]'") from None
 
 
 def _cmd_index_update(args: argparse.Namespace) -> int:
@@ -170,9 +165,9 @@ def add_index_parser(sub: Any) -> None:
                        help="passages per chunk (default %(default)s)")
     knob_option(build, "--max-record-bytes", "retriever.max_record_bytes", type=positive_int,
                 help="refuse a corpus line longer than this")
-    build.add_argument("--dense", action=argparse.BooleanOptionalAction, default=None,
-                       help="embed every passage for dense and hybrid retrieval (all-MiniLM-L6-v2, 768 bytes a "
-                       "passage); default: when the dense extra is installed")
+    build.add_argument("--dense", action="store_true",
+                       help="also embed every passage, for retriever modes dense and hybrid (all-MiniLM-L6-v2 from "
+                       "the dense extra; 768 bytes a passage)")
     chunking_options(build)
     conventions_option(build)
     build.set_defaults(func=_cmd_index_build)

@@ -38,7 +38,7 @@ def with_mode(mode: str, lexical: BM25Retriever, embeddings: np.ndarray | None =
         return lexical
     if embeddings is None and not embed:
         on_note(f"retriever.mode {mode}: this index has no embeddings, searching with BM25 alone "
-                "(rebuild it with `rootweaver index build` and the dense extra installed)")
+                "(rebuild it with `rootweaver index build --dense`)")
         return lexical
     try:
         embedder = load_embedder(model)

@@ -131,11 +131,11 @@ def test_the_command_line_builds_embeddings_and_asks_with_each_mode(docs, tmp_pa
                      "--json", "--retriever", mode]) == 0
         answers[mode] = json.loads(capsys.readouterr().out)
     assert all(a["hops"] for a in answers.values())
-    assert main(["index", "build", str(docs), "--out", str(tmp_path / "lex"), "--no-dense"]) == 0
+    assert main(["index", "build", str(docs), "--out", str(tmp_path / "lex")]) == 0
     capsys.readouterr()
     assert main(["ask", "Who was the vizier of Ebla?", "--index", str(tmp_path / "lex"), "--reader", "none",
                  "--json", "--retriever", "hybrid"]) == 0
     assert json.loads(capsys.readouterr().out)["hops"]
     assert [r.getMessage() for r in caplog.records] == [
         "retriever.mode hybrid: this index has no embeddings, searching with BM25 alone (rebuild it with "
-        "`rootweaver index build` and the dense extra installed)"]
+        "`rootweaver index build --dense`)"]

@@ -285,7 +285,7 @@ def test_cli_index_build_info_and_ask(tmp_path, capsys):
     assert "598 passages" in capsys.readouterr().out
     assert main(["index", "info", str(out), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["format_version"] == FORMAT_VERSION == 6 and info["conventions"]["name"] == "wikipedia" and set(info["components"]) == {"passages", "bm25", "titles", "metadata", "dense"}
+    assert info["format_version"] == FORMAT_VERSION == 6 and info["conventions"]["name"] == "wikipedia" and set(info["components"]) == {"passages", "bm25", "titles", "metadata"}
     assert all(size for size in info["file_bytes"].values())
     assert main(["index", "info", str(out)]) == 0
     assert "component bm25" in capsys.readouterr().out
