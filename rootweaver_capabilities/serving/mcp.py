@@ -22,7 +22,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from mcp.server.fastmcp import FastMCP
 from mcp.server.fastmcp.exceptions import ResourceError, ToolError
@@ -55,6 +55,9 @@ class ToolAnswer(BaseModel):
     answer: str = Field(description="The answer text.")
     method: str = Field(description="How it was produced: the reader model, or the labelled extractive fallback.")
     cited_lines: list[str] = Field(description="The synth-context lines the answer cites.")
+    citations: list[dict[str, Any]] = Field(description=(
+        "The cited facts: passage_id, title, sentence_index, sentence, and for a document's chunk its source "
+        "(path, headings, position, meta: title, source, published, author, url); as in `ask --json`."))
     hops: list[HopTrail] = Field(description="The retrieval hops, in order.")
     stop_reason: str = Field(description="Why the hop loop stopped.")
     reader_error: str | None = Field(description="Why the reader failed when the answer degraded to extractive.")
@@ -90,7 +93,7 @@ def build_server(config: MultiHopConfig, host: str = "127.0.0.1", port: int = 80
             if len(contexts) > KEPT_CONTEXTS:
                 contexts.popitem(last=False)
         return ToolAnswer(answer=answer["text"], method=answer["method"], cited_lines=answer["cited_lines"],
-                          hops=[HopTrail(**h) for h in record["hops"]], stop_reason=record["stop_reason"],
+                          citations=answer["citations"], hops=[HopTrail(**h) for h in record["hops"]], stop_reason=record["stop_reason"],
                           reader_error=answer["error"], synth_context_uri=CONTEXT_URI.format(answer_id=answer_id))
 
     @server.resource(CONTEXT_URI, mime_type="text/plain", description="The synth context of a recent answer.")

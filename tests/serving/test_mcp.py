@@ -34,7 +34,7 @@ async def exercise(session: ClientSession) -> None:
     assert [t.name for t in tools] == ["multi_hop_answer"]
     schema = tools[0].inputSchema
     assert schema["required"] == ["question"] and set(schema["properties"]) == {"question", "max_tokens"}
-    assert {"answer", "cited_lines", "hops"} <= set(tools[0].outputSchema["properties"])
+    assert {"answer", "cited_lines", "citations", "hops"} <= set(tools[0].outputSchema["properties"])
 
     res = await session.call_tool("multi_hop_answer", {"question": DEMO, "max_tokens": 120})
     assert not res.isError
@@ -42,6 +42,7 @@ async def exercise(session: ClientSession) -> None:
     assert out["answer"] and out["cited_lines"] and len(out["hops"]) >= 2 and out["hops"][0]["sub_query"] == DEMO
     context = (await session.read_resource(out["synth_context_uri"])).contents[0].text
     assert all(line.split(" | ", 1)[-1] in context for line in out["cited_lines"])
+    assert [c["sentence"] for c in out["citations"]] == [line.split(" | ", 1)[-1] for line in out["cited_lines"]]
 
     bad = await session.call_tool("multi_hop_answer", {"question": "x", "max_tokens": 0})
     assert bad.isError and bad.content[0].text.endswith("field 'max_tokens': must be >= 1")
