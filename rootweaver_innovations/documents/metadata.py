@@ -163,7 +163,7 @@ class MetaSummary:
     any metadata, ``fields`` (how many carry each typed field and ``extra``), ``sources`` (how
     many name each source) and ``first``/``last``, the earliest and latest published day
     (``YYYY-MM-DD``). Counted one document at a time (:meth:`add`), merged from parts
-    (:meth:`merge`)."""
+    (:meth:`merge`), less a part (:meth:`without`), read back from a manifest (:meth:`from_json`)."""
 
     documents: int = 0
     with_meta: int = 0
@@ -191,6 +191,24 @@ class MetaSummary:
         self.fields.update(other.fields)
         self.sources.update(other.sources)
         self._span(d for d in (other.first, other.last) if d)
+
+    def without(self, part: MetaSummary) -> MetaSummary | None:
+        """These counts less those of ``part`` (documents counted here), or ``None`` when a day
+        of ``part`` is this summary's first or last (the span of the others is then unknown)."""
+        if part.first is not None and (part.first == self.first or part.last == self.last):
+            return None
+        return MetaSummary(self.documents - part.documents, self.with_meta - part.with_meta,
+                           self.fields - part.fields, self.sources - part.sources, self.first, self.last)
+
+    @classmethod
+    def from_json(cls, entry: Mapping[str, Any]) -> MetaSummary | None:
+        """The summary :meth:`to_json` wrote, or ``None`` when ``entry`` lists only the most
+        named sources (the others' counts were not kept)."""
+        if entry["source_count"] != len(entry["sources"]):
+            return None
+        span = entry["published"] or {}
+        return cls(entry["documents"], entry["with_meta"], Counter(entry["fields"]), Counter(entry["sources"]),
+                   span.get("first"), span.get("last"))
 
     def _span(self, days: Iterable[str]) -> None:
         for day in days:

@@ -91,16 +91,21 @@ class PassageStore(Sequence[Passage]):
 
     The records are the corpus's own JSON lines (blank lines dropped), so ``store[i]``
     parses one line exactly as :func:`~rootweaver_innovations.documents.corpus.load_corpus_jsonl`
-    does; nothing is held per passage in Python.
+    does; nothing is held per passage in Python. Passage ``i``'s line is the bytes
+    ``offsets[i]:offsets[i + 1]`` of the file (:meth:`records`).
     """
 
     def __init__(self, records: Path, offsets: np.ndarray):
-        self._path, self._offsets = records, offsets
+        self._path, self.offsets = records, offsets
         with open(records, "rb") as fh:
             self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
     def __len__(self) -> int:
-        return self._offsets.shape[0] - 1
+        return self.offsets.shape[0] - 1
+
+    def records(self, a: int, z: int) -> bytes:
+        """The lines of passages ``a`` to ``z - 1`` as the records file holds them (``0 <= a <= z <= len``)."""
+        return self._map[int(self.offsets[a]):int(self.offsets[z])]
 
     @overload
     def __getitem__(self, i: int) -> Passage: ...
@@ -115,7 +120,7 @@ class PassageStore(Sequence[Passage]):
             raise IndexError(f"passage {i} out of range ({n} passages)")
         i %= n
         try:
-            obj = json.loads(self._map[int(self._offsets[i]):int(self._offsets[i + 1])])
+            obj = json.loads(self.records(i, i + 1))
             if not isinstance(obj, dict):
                 raise ValueError("not a JSON object")
             return passage_from_object(obj, self._path, i + 1)

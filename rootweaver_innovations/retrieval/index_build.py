@@ -27,7 +27,7 @@ import time
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent import futures  # its ProcessPoolExecutor (multiprocessing) is imported when a pool starts
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -236,7 +236,7 @@ def _worker_init() -> None:
         pass
 
 
-def _stop_pool(pool: ProcessPoolExecutor, interrupted: bool) -> None:
+def _stop_pool(pool: futures.ProcessPoolExecutor, interrupted: bool) -> None:
     """Shut the worker pool down; after an error or a signal, terminate its workers instead of
     letting them finish their chunks."""
     if interrupted:
@@ -281,13 +281,11 @@ def _parse_chunk(corpus: Path, numbered: list[tuple[int, bytes]], conventions: s
     under the conventions named ``conventions`` (a name: a worker process looks it up);
     ``carry`` is the run of records titled by one id the chunk continues (:func:`_carry`)."""
     member = get_conventions(conventions)
-    ids, linenos, lines, passages, notices, meta = [], [], [], [], [], MetaSummary()
+    ids, linenos, lines, passages, notices = [], [], [], [], []
     for lineno, line in numbered:
         if not line.strip():
             continue
         p = _parse_line(corpus, lineno, line, notices.append)
-        if p.source is None or p.source.position == 0:  # a record, or the first chunk of a document
-            meta.add(p.meta if p.source is None else p.source.meta)
         ids.append(p.id)
         linenos.append(lineno)
         lines.append(line if line.endswith(b"\n") else line + b"\n")
@@ -296,7 +294,16 @@ def _parse_chunk(corpus: Path, numbered: list[tuple[int, bytes]], conventions: s
     vocab = Vocabulary()
     term, doc, tf, lengths = count_chunk(tokens, vocab, 0)
     keys = TitleBatch.from_keys([passage_keys(p, member) for p in passages], 0)
-    return _Chunk(ids, linenos, lines, list(vocab), term, doc, tf, lengths, keys, notices, meta)
+    return _Chunk(ids, linenos, lines, list(vocab), term, doc, tf, lengths, keys, notices, _documents_meta(passages))
+
+
+def _documents_meta(passages: Iterable[Passage]) -> MetaSummary:
+    """What the documents among ``passages`` carry: each record, and each document's first chunk."""
+    meta = MetaSummary()
+    for p in passages:
+        if p.source is None or p.source.position == 0:
+            meta.add(p.meta if p.source is None else p.source.meta)
+    return meta
 
 
 def _carry(corpus: Path, numbered: list[tuple[int, bytes]], carry: tuple[str, str],
@@ -330,7 +337,7 @@ def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, worker
     vocab, seen, meta = Vocabulary(), set(), MetaSummary()
     offsets, lengths, chunk_nnz, titles = array("q", [0]), array("q"), [], []
     df = np.zeros(0, dtype=np.int64)
-    pool = ProcessPoolExecutor(workers, initializer=_worker_init) if workers > 1 else None
+    pool = futures.ProcessPoolExecutor(workers, initializer=_worker_init) if workers > 1 else None
     finished = False
     with open(corpus, "rb") as fh, open(tmp / "passages" / "records.jsonl", "wb") as records, \
             open(tmp / "triples.tmp", "wb") as spill:
@@ -367,7 +374,7 @@ def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, worker
                     take(_parse_chunk(corpus, numbered, conventions.name, carry))
                     carry = _carry(corpus, numbered, carry, conventions)
             else:
-                pending: deque[Future[_Chunk]] = deque()
+                pending: deque[futures.Future[_Chunk]] = deque()
                 for numbered in _chunks(lines, chunk_size):
                     pending.append(pool.submit(_parse_chunk, corpus, numbered, conventions.name, carry))
                     carry = _carry(corpus, numbered, carry, conventions)

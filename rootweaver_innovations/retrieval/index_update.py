@@ -15,9 +15,10 @@ What is carried over. A kept row keeps its passage id and record, its BM25 term 
 a 128-token chunk), its title keys (read back from the title arrays) and its rows of every
 per-row component in :data:`ROW_COMPONENTS`; the other rows are computed. The BM25
 statistics (passages, document frequencies, average length) and every score are then
-recomputed and the title index merged again, so the result is, file for file, the index a
-build of the current corpus writes (:func:`~rootweaver_innovations.retrieval.bm25_matrix.write_bm25`
-orders the columns by term).
+recomputed and the title index merged again; the metadata summary is the old one less the
+documents of the rows dropped plus those of the rows computed (counted again over every record
+when the old one cannot tell). So the result is, file for file, the index a build of the current
+corpus writes (:func:`~rootweaver_innovations.retrieval.bm25_matrix.write_bm25` orders the columns by term).
 
 How it is replaced. The new index is written to ``.<name>.building-<pid>`` beside the old one
 and swapped in by one ``renameat2(RENAME_EXCHANGE)`` (Linux; elsewhere two renames, between
@@ -28,11 +29,9 @@ swap removes the new directory and leaves the old index whole.
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import hashlib
 import json
-import mmap
 import os
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -49,10 +48,11 @@ from rootweaver_innovations.defaults import MAX_RECORD_BYTES
 from rootweaver_innovations.documents.corpus import CorpusError, Passage, meta_summary, passage_from_object, record_object
 from rootweaver_innovations.documents.file_records import FileRecord, read_records, records_bytes, scan_folder
 from rootweaver_innovations.documents.folders import ChunkingSettings, SkippedFile, count_by_reason, passage_record
+from rootweaver_innovations.documents.metadata import MetaSummary
 from rootweaver_innovations.retrieval.bm25_matrix import Vocabulary, count_chunk, write_bm25
-from rootweaver_innovations.retrieval.index import OpenIndex, open_index
+from rootweaver_innovations.retrieval.index import OpenIndex, PassageStore, open_index
 from rootweaver_innovations.retrieval.dense_index import dense_rows
-from rootweaver_innovations.retrieval.index_build import _lines, _remove_stale_builds
+from rootweaver_innovations.retrieval.index_build import _documents_meta, _lines, _remove_stale_builds
 from rootweaver_innovations.retrieval.manifest import (
     CHUNKING_FILES,
     MANIFEST,
@@ -109,22 +109,6 @@ class _Plan:
     same: bool = False
 
 
-class _OldRecords:
-    """The old index's records file, read by row (memory-mapped)."""
-
-    def __init__(self, index: Path):
-        self.path = index / "passages" / "records.jsonl"
-        self.offsets = np.load(index / "passages" / "offsets.npy", mmap_mode="r").view(np.ndarray)
-        with open(self.path, "rb") as fh:
-            self.buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-
-    def line(self, j: int) -> bytes:
-        return self.buf[int(self.offsets[j]):int(self.offsets[j + 1])]
-
-    def passage(self, j: int) -> Passage:
-        return passage_from_object(json.loads(self.line(j)), self.path, j + 1)
-
-
 def _plan_folder(old: OpenIndex, folder: Path, conventions: Conventions, on_skip: Callable[[SkippedFile], None],
                  checkpoint: Callable[[], None]) -> _Plan:
     chunked = old.component("chunking")
@@ -166,16 +150,16 @@ def _plan_folder(old: OpenIndex, folder: Path, conventions: Conventions, on_skip
 
 
 def _plan_jsonl(old: OpenIndex, corpus: Path, max_record_bytes: int, checkpoint: Callable[[], None]) -> _Plan:
-    store = _OldRecords(old.path)
+    store = old.passages
     digests: dict[bytes, int] = {}
     for j in range(old.manifest.corpus.passages):
-        digests.setdefault(hashlib.blake2b(store.line(j)).digest(), j)
+        digests.setdefault(hashlib.blake2b(store.records(j, j + 1)).digest(), j)
     plan, seen = _Plan(), set()
     kept_prev, clean_prev, prev = -1, True, (None, False)  # previous row: old row, kept as is, (title, no source)
     changed_ids: list[str] = []
 
     def continues_in_old(j: int, title: object) -> bool:
-        obj = json.loads(store.line(j - 1)) if j else {}
+        obj = json.loads(store.records(j - 1, j)) if j else {}
         return obj.get("source") is None and obj.get("title") == title
 
     with open(corpus, "rb") as fh:
@@ -213,7 +197,7 @@ def _plan_jsonl(old: OpenIndex, corpus: Path, max_record_bytes: int, checkpoint:
             pass
     if not plan.old_rows:
         raise CorpusError(f"{corpus}: no passages")
-    gone = {json.loads(store.line(j))["id"] for j in digests.values()}
+    gone = {json.loads(store.records(j, j + 1))["id"] for j in digests.values()}
     changed = sum(1 for pid in changed_ids if pid in gone)
     plan.counts = (changed, len(changed_ids) - changed, len(gone) - changed)
     plan.corpus = CorpusFingerprint(os.path.abspath(corpus), raw.sha256.hexdigest(), raw.count, len(plan.old_rows))
@@ -228,7 +212,7 @@ def _runs(old_rows: np.ndarray) -> Iterator[tuple[int, int]]:
     return pairwise([0, *(np.flatnonzero(cut) + 1).tolist(), len(old_rows)])
 
 
-def _write_passages(store: _OldRecords, plan: _Plan, old_rows: np.ndarray, tmp: Path) -> tuple[str, int]:
+def _write_passages(store: PassageStore, plan: _Plan, old_rows: np.ndarray, tmp: Path) -> tuple[str, int]:
     """``passages/records.jsonl`` and ``offsets.npy``; the records' SHA-256 and size."""
     sizes, lines, sha = [], iter(plan.lines), hashlib.sha256()
     with open(tmp / "passages" / "records.jsonl", "wb") as out:
@@ -238,7 +222,7 @@ def _write_passages(store: _OldRecords, plan: _Plan, old_rows: np.ndarray, tmp: 
                 sizes.append(np.array([len(data)]))
             else:
                 first, last = int(old_rows[a]), int(old_rows[z - 1]) + 1
-                data = store.buf[int(store.offsets[first]):int(store.offsets[last])]
+                data = store.records(first, last)
                 sizes.append(np.diff(store.offsets[first:last + 1]))
             out.write(data)
             sha.update(data)
@@ -247,7 +231,7 @@ def _write_passages(store: _OldRecords, plan: _Plan, old_rows: np.ndarray, tmp: 
     return sha.hexdigest(), int(offsets[-1])
 
 
-def _fresh_tokens(store: _OldRecords, plan: _Plan, old_rows: np.ndarray, conventions: Conventions) -> list[list[str]]:
+def _fresh_tokens(store: PassageStore, plan: _Plan, old_rows: np.ndarray, conventions: Conventions) -> list[list[str]]:
     """The BM25 tokens of the computed rows, each stretch of them continuing the run of file
     subjects the rows before it leave (read back only as far as that run began)."""
     computed = old_rows < 0
@@ -255,7 +239,7 @@ def _fresh_tokens(store: _OldRecords, plan: _Plan, old_rows: np.ndarray, convent
 
     def backwards(i: int) -> Iterator[Passage]:
         for r in range(i, -1, -1):
-            yield plan.fresh[at[r]] if computed[r] else store.passage(int(old_rows[r]))
+            yield plan.fresh[at[r]] if computed[r] else store[int(old_rows[r])]
 
     edges = np.flatnonzero(np.diff(np.concatenate([[False], computed, [False]]).astype(np.int8)))
     tokens: list[list[str]] = []
@@ -265,7 +249,8 @@ def _fresh_tokens(store: _OldRecords, plan: _Plan, old_rows: np.ndarray, convent
     return tokens
 
 
-def _write_bm25(old: OpenIndex, old_rows: np.ndarray, tokens: list[list[str]], tmp: Path) -> tuple[int, int, float]:
+def _write_bm25(old: OpenIndex, old_rows: np.ndarray, new_row: np.ndarray, tokens: list[list[str]],
+                tmp: Path) -> tuple[int, int, float]:
     """The BM25 files of the updated corpus; vocabulary size, postings and average length."""
     bm = old.component("bm25")
     indptr = np.load(old.path / "bm25" / "indptr.npy", mmap_mode="r")
@@ -273,10 +258,7 @@ def _write_bm25(old: OpenIndex, old_rows: np.ndarray, tokens: list[list[str]], t
     if tf.dtype != np.int32 or tf.shape != (bm["nnz"],):
         raise IndexFormatError(f"{old.path / 'bm25' / 'tf.npy'}: expected int32 of shape ({bm['nnz']},); "
                                "rebuild the index")
-    n, kept = len(old_rows), np.flatnonzero(old_rows >= 0)
-    row_map = np.full(old.manifest.corpus.passages, -1, dtype=np.int64)
-    row_map[old_rows[kept]] = kept
-    doc = row_map[old.bm25.indices]
+    n, doc = len(old_rows), new_row[old.bm25.indices]
     keep = doc >= 0
     term = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))[keep]
     doc, tf = doc[keep], np.asarray(tf[keep], dtype=np.int32)
@@ -304,14 +286,12 @@ def _write_bm25(old: OpenIndex, old_rows: np.ndarray, tokens: list[list[str]], t
     return len(terms), nnz, float(lengths.mean())
 
 
-def _write_titles(old: OpenIndex, plan: _Plan, old_rows: np.ndarray, conventions: Conventions, tmp: Path) -> TitleArrays:
+def _write_titles(old: OpenIndex, plan: _Plan, old_rows: np.ndarray, new_row: np.ndarray, conventions: Conventions,
+                  tmp: Path) -> TitleArrays:
     """The title index of the updated corpus: kept rows' keys read back from the old arrays,
     computed rows' from their passages, merged as a build merges them."""
     arrays = TitleArrays(*(np.load(old.path / rel, mmap_mode="r") for rel in TITLE_FILES))
-    row_map = np.full(old.manifest.corpus.passages, -1, dtype=np.int64)
-    kept = np.flatnonzero(old_rows >= 0)
-    row_map[old_rows[kept]] = kept
-    rows = row_map[arrays.page_rows]
+    rows = new_row[arrays.page_rows]
     key_of = np.repeat(np.arange(len(arrays.key_hash)), np.diff(arrays.page_indptr))[rows >= 0]
     rows = rows[rows >= 0]
     offsets, blob = arrays.key_offsets.tolist(), arrays.key_text.tobytes()
@@ -349,25 +329,41 @@ def _write_rows(old: OpenIndex, plan: _Plan, old_rows: np.ndarray, tmp: Path) ->
             np.save(tmp / rel, rows)
 
 
+def _metadata(old: OpenIndex, plan: _Plan, new_row: np.ndarray, tmp: Path) -> dict[str, Any]:
+    """The ``metadata`` entry of the updated corpus: the old counts less the documents of the
+    old rows not kept, plus those of the rows written again (read back from their records, as a
+    build reads them); counted again over every record written when the old entry lists only
+    the most named sources or a document gone held its first or last day."""
+    records, before = tmp / "passages" / "records.jsonl", MetaSummary.from_json(old.component("metadata"))
+    gone = _documents_meta(map(old.passages.__getitem__, np.flatnonzero(new_row < 0).tolist()))
+    meta = None if before is None else before.without(gone)
+    if meta is None:
+        return meta_summary(records).to_json()
+    meta.merge(_documents_meta(passage_from_object(json.loads(line), records, 0) for line in plan.lines))
+    return meta.to_json()
+
+
 def _write(old: OpenIndex, plan: _Plan, conventions: Conventions, tmp: Path,
            checkpoint: Callable[[], None]) -> IndexManifest:
     """The updated index in ``tmp`` (which must not exist); its manifest."""
-    store, old_rows = _OldRecords(old.path), np.asarray(plan.old_rows, dtype=np.int64)
+    store, old_rows = old.passages, np.asarray(plan.old_rows, dtype=np.int64)
+    kept, new_row = np.flatnonzero(old_rows >= 0), np.full(old.manifest.corpus.passages, -1, dtype=np.int64)
+    new_row[old_rows[kept]] = kept  # each old row's row in the update (-1: not kept)
     (tmp / "passages").mkdir(parents=True)
     (tmp / "bm25").mkdir()
     sha, size = _write_passages(store, plan, old_rows, tmp)
     tokens = _fresh_tokens(store, plan, old_rows, conventions)
     checkpoint()
-    vocab_size, nnz, avg = _write_bm25(old, old_rows, tokens, tmp)
+    vocab_size, nnz, avg = _write_bm25(old, old_rows, new_row, tokens, tmp)
     checkpoint()
-    titles = _write_titles(old, plan, old_rows, conventions, tmp)
+    titles = _write_titles(old, plan, old_rows, new_row, conventions, tmp)
     _write_rows(old, plan, old_rows, tmp)
     components = {name: dict(entry) for name, entry in old.manifest.components.items()}
     components["passages"]["count"] = len(old_rows)
     components["bm25"].update(vocab_size=vocab_size, nnz=nnz, avg_length=avg)
     components["titles"].update(titles.counts())
     if "metadata" in components:
-        components["metadata"] = meta_summary(tmp / "passages" / "records.jsonl").to_json()
+        components["metadata"] = _metadata(old, plan, new_row, tmp)
     corpus = plan.corpus
     if plan.files is not None:
         corpus = CorpusFingerprint(corpus.path, sha, size, corpus.passages)
@@ -386,6 +382,8 @@ def _swap(new: Path, index: Path) -> None:
     """Put the directory ``new`` at ``index`` and the old index at ``new``: one atomic
     ``renameat2(RENAME_EXCHANGE)`` where the C library and the filesystem have it, else two
     renames (between them ``index`` is missing) and a third."""
+    import ctypes  # imported where it is used: only a swap needs it
+
     try:
         exchange = ctypes.CDLL(None, use_errno=True).renameat2
     except (OSError, AttributeError):

@@ -149,6 +149,20 @@ def test_the_summary_counts_documents_and_merges_parts():
     assert whole.to_json(top_sources=1)["sources"] == {"A": 2}
 
 
+def test_the_summary_reads_back_from_its_entry_and_takes_a_part_away():
+    whole, gone, kept = MetaSummary(), MetaSummary(), MetaSummary()
+    metas = [DocumentMeta(source="A", published="2022-03-04"), DocumentMeta(source="B", published="2021-05-06"),
+             None, DocumentMeta(source="C", author="X", published="2023-01-02")]
+    for n, meta in enumerate(metas):
+        whole.add(meta)
+        (gone if n in (0, 2) else kept).add(meta)
+    back = MetaSummary.from_json(whole.to_json())
+    assert back is not None and back.to_json() == whole.to_json()
+    assert MetaSummary.from_json(whole.to_json(top_sources=2)) is None  # the third source's count is lost
+    assert back.without(gone).to_json() == kept.to_json()  # "A" drops out of the sources
+    assert back.without(kept) is None  # the first and last days go: the span left is unknown
+
+
 def test_index_info_and_citations_carry_the_metadata_of_a_folder(tmp_path, capsys, caplog):
     shutil.copytree(DOCS, tmp_path / "docs")
     with caplog.at_level(logging.WARNING, logger="rootweaver.documents"):

@@ -100,8 +100,9 @@ def test_random_folder_edits_update_to_a_fresh_build(tmp_path_factory, ops):
             path.unlink()
         elif op == "touch" and path.exists():
             os.utime(path, ns=(0, 10**18))
-        elif op in ("edit", "add"):
-            path.write_text(text + "\n", encoding="utf-8")
+        elif op in ("edit", "add"):  # some with metadata: the update counts it as a build does
+            meta = f"---\nsource: Outlet {len(text) % 3}\ndate: 2023-0{k + 1}-01\n---\n" if len(text) % 2 else ""
+            path.write_text(meta + text + "\n", encoding="utf-8")
         update_index(work / "idx")
         _assert_fresh(work / "idx", folder, work)
 
@@ -157,6 +158,38 @@ def test_a_jsonl_update_counts_records_and_keeps_the_others(tmp_path):
     _assert_fresh(tmp_path / "idx", corpus, tmp_path)
     hits = open_index(tmp_path / "idx").retriever().search("Nobel prizes", 1)
     assert hits[0].passage.id == "p3"
+
+
+_meta_row = st.tuples(st.sampled_from(SENTENCES), st.integers(0, 40),  # source (0: none), published day
+                      st.sampled_from(("", "2023-01-05", "2023-06-30", "2024-02-29")))
+_meta_ops = st.lists(st.tuples(st.sampled_from(("edit", "add", "delete")), st.integers(0, 40), _meta_row),
+                     min_size=1, max_size=5)
+
+
+@given(st.lists(_meta_row, min_size=4, max_size=16), _meta_ops)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_an_updated_metadata_summary_equals_a_fresh_builds(tmp_path_factory, start, ops):
+    # the old summary less the records gone plus the new ones, unless it lists only the top ten of
+    # more sources or a record gone held the first or last day: then every record is counted again
+    def row(n: int, text: str, source: int, day: str) -> dict:
+        return {"id": f"m{n}", "title": "Paris", "text": text, **({"source": f"Outlet {source}"} if source else {}),
+                **({"published": day} if day else {})}
+
+    work = tmp_path_factory.mktemp("meta")
+    rows = [row(n, *r) for n, r in enumerate(start)]
+    corpus = _write_jsonl(work / "c.jsonl", rows)
+    build_index(corpus, work / "idx")
+    for n, (op, i, r) in enumerate(ops, len(rows)):
+        i = i % len(rows)
+        if op == "edit":
+            rows[i] = row(int(rows[i]["id"][1:]), *r)
+        elif op == "add":
+            rows.insert(i, row(n, *r))
+        elif len(rows) > 1:
+            rows.pop(i)
+        _write_jsonl(corpus, rows)
+        update_index(work / "idx")
+        _assert_fresh(work / "idx", corpus, work)
 
 
 def test_a_moved_corpus_is_given_with_from_and_recorded(docs, tmp_path, capsys):
