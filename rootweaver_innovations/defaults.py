@@ -32,7 +32,7 @@ MAX_PASSAGES = 10  # most passages in the trajectory per question
 STOP_RULE = "evidence"  # the hop policy: evidence (title links and bridge entities) or coverage
 PASSAGES_PER_HOP = 3  # new passages per hop under the coverage rule
 ANSWERABILITY_THRESHOLD = 0.6  # share of a sub-query's key terms the context must cover (coverage rule)
-DEFAULT_ANSWER_RULES = ("date_comparison",)  # answer rules tried before the reader, by registered name
+DEFAULT_ANSWER_RULES = ("unknown_source", "date_comparison")  # answer rules tried before the reader, by registered name
 
 # compaction of the synth context
 LINE_STRATEGY = "line"  # LineCompactor (docs/adr/0001)

@@ -33,6 +33,7 @@ __all__ = ["LLMSynthesizer"]
 
 
 _SHRINK_ROUNDS = 6
+_REFUSED = f"{ABSTAINED} (the reader found no answer)"
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,9 @@ class LLMSynthesizer:
 
     Saying "not in the documents": an empty synth context is answered
     :data:`~rootweaver_innovations.loop.result.INSUFFICIENT_INFORMATION` with method
-    ``abstained`` without asking the reader; so is a reader's refusal (:func:`is_refusal`),
-    which the prompts invite when the context does not contain the answer.
+    ``abstained (nothing read)`` without asking the reader; a reader's refusal (:func:`is_refusal`),
+    which the prompts invite when the context does not contain the answer, with method
+    ``abstained (the reader found no answer)``.
     """
 
     client: ChatClient
@@ -142,7 +144,7 @@ class LLMSynthesizer:
         tokens: int | None = None
         given = context
         if not any(f.body for f in context.facts):
-            return ReaderAnswer(text=INSUFFICIENT_INFORMATION, method=ABSTAINED, reader=self.reader)
+            return ReaderAnswer(text=INSUFFICIENT_INFORMATION, method=f"{ABSTAINED} (nothing read)", reader=self.reader)
         try:
             with request_deadline(self.client.timeout_s):
                 context, tokens = self.fit(question, context)
@@ -154,12 +156,12 @@ class LLMSynthesizer:
                         last = next((r.strip() for r in reversed(outcome.replies) if r.strip()), "")
                         return ReaderAnswer(text=last, method=f"{tag} (malformed reply)", **common)
                     if is_refusal(outcome.answer):
-                        return ReaderAnswer(text=INSUFFICIENT_INFORMATION, method=ABSTAINED, **common)
+                        return ReaderAnswer(text=INSUFFICIENT_INFORMATION, method=_REFUSED, **common)
                     return ReaderAnswer(text=outcome.answer, citations=numbered.cited(outcome.evidence),
                                         method=tag, **common)
                 text = parse_answer_only(self._complete(messages))
                 if is_refusal(text):
-                    return ReaderAnswer(text=INSUFFICIENT_INFORMATION, method=ABSTAINED, **common)
+                    return ReaderAnswer(text=INSUFFICIENT_INFORMATION, method=_REFUSED, **common)
                 return ReaderAnswer(text=text, method=tag, **common)
         except LLMError as exc:
             fallback = extractive_answer(question, given.facts, self.conventions)

@@ -4,7 +4,10 @@ An answer rule (:class:`~rootweaver_innovations.loop.multihop.AnswerRule`) answe
 the loop read, with no reader; the loop tries the configured rules in order and the reader
 answers when none settles the question. A new rule is one module and one
 :func:`register_answer_rule` call, then its name in the config. The built-in:
-``date_comparison`` (:func:`~rootweaver_innovations.conventions.wikipedia.dates.date_comparison_answer`, which reads
+``unknown_source`` (:func:`~rootweaver_innovations.answer_rules.cited_sources.unknown_source_answer`:
+``insufficient information`` when the question cites a publication none of the read documents
+comes from) and ``date_comparison``
+(:func:`~rootweaver_innovations.conventions.wikipedia.dates.date_comparison_answer`, which reads
 Wikipedia-style lead sentences).
 """
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rootweaver_innovations.answer_rules.cited_sources import unknown_source_answer
 from rootweaver_innovations.conventions.wikipedia.dates import date_comparison_answer
 from rootweaver_innovations.loop.result import AnswerRule
 from rootweaver_innovations.defaults import DEFAULT_ANSWER_RULES
@@ -43,4 +47,5 @@ def make_answer_rules(names: Sequence[str]) -> tuple[AnswerRule, ...]:
     return tuple(ANSWER_RULES[n] for n in names)
 
 
+register_answer_rule("unknown_source", unknown_source_answer)
 register_answer_rule("date_comparison", date_comparison_answer)

@@ -23,7 +23,8 @@ __all__ = ["ABSTAINED", "INSUFFICIENT_INFORMATION", "Answer", "AnswerRule", "Dec
 INSUFFICIENT_INFORMATION = "insufficient information"
 """The one answer text that says the read documents do not support an answer."""
 ABSTAINED = "abstained"
-"""The ``method`` of an answer that is :data:`INSUFFICIENT_INFORMATION`."""
+"""How the ``method`` of an answer that is :data:`INSUFFICIENT_INFORMATION` begins (the reason
+follows in parentheses)."""
 
 
 class Decomposer(Protocol):

@@ -399,14 +399,16 @@ def test_a_reader_that_finds_no_answer_abstains_in_the_fixed_phrase(mode, conten
         return httpx.Response(200, json={"choices": [{"message": {"content": content}}]})
 
     answer = LLMSynthesizer(make_client(Recorder(reply)), mode=mode)("Who wrote Solaris?", CONTEXT)
-    assert (answer.text, answer.method, answer.citations) == ("insufficient information", "abstained", ())
+    assert (answer.text, answer.method, answer.citations) == ("insufficient information",
+                                                              "abstained (the reader found no answer)", ())
     assert answer.reader == "openai:reader" and answer.prompt_tokens is not None
 
 
 def test_an_empty_synth_context_abstains_without_asking_the_reader():
     recorder = Recorder(refuse)
     answer = LLMSynthesizer(make_client(recorder), mode="evidence")("Who wrote Dune?", CONTEXT.with_facts((), "facts"))
-    assert (answer.text, answer.method) == ("insufficient information", "abstained") and recorder.requests == []
+    assert (answer.text, answer.method) == ("insufficient information", "abstained (nothing read)")
+    assert recorder.requests == []
 
 
 @given(st.text(max_size=40))
