@@ -312,8 +312,9 @@ class MultiHopConfig:
     )
     answer_rules: tuple[str, ...] = knob(
         defaults.DEFAULT_ANSWER_RULES, "names", "Answer rules tried in order before the reader, by registered name "
-        "(date_comparison: compare the years of the two options of a 'who was born first, A or B' question); "
-        "[] = the reader always answers.", choices=_ANSWER_RULES,
+        "(unknown_source: 'insufficient information' when the question cites a publication none of the read "
+        "documents comes from; date_comparison: compare the years of the two options of a 'who was born first, "
+        "A or B' question); [] = the reader always answers.", choices=_ANSWER_RULES,
     )
     conventions: str | None = knob(
         None, "str", "Corpus and language rules (rootweaver_innovations/conventions): wikipedia (lead subjects, "
