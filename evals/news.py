@@ -177,9 +177,11 @@ def _named_read(facets, question: str, files: Sequence[str], row_file: list[str]
 
 
 def run(questions: Sequence[NewsQuestion], *, max_passages: int = 10, conventions: str = DEFAULT_CONVENTIONS,
-        mode: str = DEFAULT_RETRIEVER_MODE, reader: str = "none", n_resamples: int = 10_000, seed: int = 0) -> dict:
+        mode: str = DEFAULT_RETRIEVER_MODE, reader: str = "none", n_resamples: int = 10_000, seed: int = 0,
+        answers: Path | None = None) -> dict:
     """Index the bundled articles and ask ``questions`` with retriever ``mode`` and ``reader``;
-    the report (see the module docstring)."""
+    the report (see the module docstring). ``answers``: a JSONL file to write each question's
+    id, type, gold answer, answer, method and whether it is right."""
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder, index = Path(tmp) / "articles", Path(tmp) / "articles.idx"
@@ -202,6 +204,11 @@ def run(questions: Sequence[NewsQuestion], *, max_passages: int = 10, convention
             d = _ask_news(q.question, index, max_passages, conventions, mode, reader)
             ids = list(dict.fromkeys(pid for hop in d["hops"] for pid in hop["retrieved_ids"]))
             answer = d["answer"]["text"]
+            if answers is not None:
+                with open(answers, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps({"id": q.id, "type": q.type, "gold": q.answer, "answer": answer,
+                                         "method": d["answer"]["method"],
+                                         "correct": answer_correct(answer, q.answer, q.type)}) + "\n")
             tokens = sum(size[i] for i in ids)
             tops = {m: within_tokens(r, q.question, tokens, size) for m, r in singles.items()}
             rows.append({"type": q.type, "facts": len(q.evidence_facts), "chunks": len(ids), "tokens": tokens,
@@ -229,12 +236,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--limit", type=int, help="the first N questions only")
     p.add_argument("--resamples", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--answers", type=Path, help="append each question's answer and score to this JSONL file")
     args = p.parse_args(argv)
     questions = load_questions(args.limit)
     print(json.dumps({"data": "evals/data/multihoprag (development half)", "questions": len(questions),
                       "conventions": args.conventions, "max_passages": args.max_passages,
                       **run(questions, max_passages=args.max_passages, conventions=args.conventions,
-                            mode=args.retriever, reader=args.reader, n_resamples=args.resamples, seed=args.seed)}, indent=2))
+                            mode=args.retriever, reader=args.reader, n_resamples=args.resamples, seed=args.seed,
+                            answers=args.answers)}, indent=2))
     return 0
 
 
