@@ -54,7 +54,7 @@ def test_a_registered_strategy_and_answer_rule_are_one_config_name_away(plugins,
 
 
 def test_unknown_names_are_config_errors_naming_the_key_and_the_choices():
-    with pytest.raises(ConfigError, match=r"answer_rules' names unknown 'nope'; choose from \['date_comparison'\]"):
+    with pytest.raises(ConfigError, match=r"answer_rules' names unknown 'nope'; choose from \['date_comparison', 'unknown_source'\]"):
         MultiHopConfig.from_mapping({"answer_rules": ["nope"]}, source="t.yaml")
     with pytest.raises(ConfigError, match="compaction.strategy' must be one of"):
         MultiHopConfig.from_mapping({"compaction": {"strategy": "nope"}}, source="t.yaml")
