@@ -24,8 +24,8 @@ from rootweaver_capabilities.config import MultiHopConfig
 
 pytestmark = [pytest.mark.integration]
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "ray_local_cluster.sh"
-N_QUESTIONS = 240  # enough that node 2 still holds chunks when it is killed
-KILL_AFTER = 12  # answers written before the second node is killed
+N_QUESTIONS = 480  # enough that node 2 still holds chunks when it is killed
+KILL_AFTER = 6  # answers written before the second node is killed
 
 
 def _answers(path: Path) -> dict[str, dict]:
