@@ -71,8 +71,13 @@ def _batches(records: Path) -> Iterator[list[Passage]]:
 
 def dense_rows(passages: Sequence[Passage], component: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """The ``dense`` rows of ``passages`` by the model ``component`` names (``index update``);
-    ``ImportError`` naming the extra when it is not installed."""
-    return {DENSE_FILES[0]: _embed(passages, load_embedder(component["model"]))}
+    ``ValueError`` naming the extra when it is not installed."""
+    try:
+        embedder = load_embedder(component["model"])
+    except ImportError:
+        raise ValueError(f"the index holds {component['model']} embeddings, and updating them needs the dense "
+                         "extra: pip install 'rootweaver[dense]'") from None
+    return {DENSE_FILES[0]: _embed(passages, embedder)}
 
 
 def dense_problem(component: Any) -> str | None:

@@ -139,3 +139,19 @@ def test_the_command_line_builds_embeddings_and_asks_with_each_mode(docs, tmp_pa
     assert [r.getMessage() for r in caplog.records] == [
         "retriever.mode hybrid: this index has no embeddings, searching with BM25 alone (rebuild it with "
         "`rootweaver index build --dense`)"]
+
+
+def test_an_update_that_must_embed_without_the_extra_is_one_line(docs, tmp_path, embedder, monkeypatch):
+    from rootweaver_innovations.retrieval import dense_index
+
+    build_index(docs, tmp_path / "idx", embedder=embedder)
+    (docs / "ebla" / "kings.txt").write_text("Ishar-Damu was a king of Ebla.\n", encoding="utf-8")
+
+    def missing(name):
+        raise ImportError("No module named 'sentence_transformers'")
+
+    monkeypatch.setattr(dense_index, "load_embedder", missing)  # the fault: the package is not installed
+    with pytest.raises(ValueError, match=r"holds all-MiniLM-L6-v2 embeddings, and updating them needs the dense "
+                                         r"extra: pip install 'rootweaver\[dense\]'"):
+        update_index(tmp_path / "idx")
+    assert verify_index(tmp_path / "idx")  # the old index is whole
