@@ -4,7 +4,7 @@
 embedding of ``title text`` (:func:`~rootweaver_innovations.retrieval.retrievers.passage_text`)
 by the model the component names; with all-MiniLM-L6-v2 (384 dimensions) that is 768 bytes
 per passage. :func:`write_dense` computes it after the BM25 pass of ``index build`` (in
-batches, reporting progress); :func:`open_dense` maps it read-only and checks its shape and
+batches, reporting progress); opening an index maps it read-only and checks its shape and
 dtype; :func:`dense_rows` computes rows for ``index update``.
 """
 
@@ -22,7 +22,7 @@ from rootweaver_innovations.documents.corpus import Passage, passage_from_object
 from rootweaver_innovations.retrieval.embeddings import Embedder, load_embedder
 from rootweaver_innovations.retrieval.retrievers import passage_text
 
-__all__ = ["DENSE_DTYPE", "DENSE_FILES", "dense_problem", "dense_rows", "open_dense", "write_dense"]
+__all__ = ["DENSE_DTYPE", "DENSE_FILES", "dense_problem", "dense_rows", "write_dense"]
 
 DENSE_FILES = ("dense/embeddings.npy",)
 DENSE_DTYPE = np.dtype(np.float16)
@@ -87,18 +87,3 @@ def dense_problem(component: Any) -> str | None:
             and component.get("dtype") == DENSE_DTYPE.name):
         return f"component 'dense' needs a model name, an integer dim and dtype {DENSE_DTYPE.name!r}"
     return None
-
-
-def open_dense(path: Path, component: Mapping[str, Any], n: int) -> np.ndarray:
-    """The memory-mapped ``(n, dim)`` embeddings of the index at ``path``; ``ValueError`` with
-    one line naming the file when its dtype or shape differ from the manifest's."""
-    rel = DENSE_FILES[0]
-    try:
-        arr = np.load(path / rel, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise ValueError(f"{path / rel}: damaged index file ({' '.join(str(exc).split())[:200]}); "
-                         "rebuild the index") from None
-    if arr.dtype != DENSE_DTYPE or arr.shape != (n, component["dim"]):
-        raise ValueError(f"{path / rel}: expected {DENSE_DTYPE.name} of shape ({n}, {component['dim']}), found "
-                         f"{arr.dtype} of shape {arr.shape}; rebuild the index")
-    return arr.view(np.ndarray)

@@ -54,7 +54,7 @@ import numpy as np
 
 from rootweaver_innovations.conventions.registry import get_conventions
 from rootweaver_innovations.documents.corpus import CorpusError, Passage, passage_from_object
-from rootweaver_innovations.retrieval.dense_index import open_dense
+from rootweaver_innovations.retrieval.dense_index import DENSE_DTYPE, DENSE_FILES
 from rootweaver_innovations.retrieval.facets import Facets
 from rootweaver_innovations.retrieval.titles import TITLE_FILES, TitleArrays, TitleIndex
 from rootweaver_innovations.retrieval.bm25_matrix import IDFS, BM25Matrix
@@ -184,17 +184,17 @@ def _all_blocks(file: Path, arr: np.ndarray, ok: Callable[[np.ndarray], bool]) -
     return result
 
 
-def _load_array(path: Path, rel: str, length: int) -> np.ndarray:
-    """The memory-mapped 1-D array ``rel`` with the dtype of :data:`DTYPES` and ``length``
-    elements; :class:`IndexFormatError` naming the file otherwise."""
+def _load_array(path: Path, rel: str, shape: int | tuple[int, ...], dtype: np.dtype | None = None) -> np.ndarray:
+    """The memory-mapped array ``rel`` of ``shape`` (an int: that many elements) and ``dtype``
+    (default: the one of :data:`DTYPES`); :class:`IndexFormatError` naming the file otherwise."""
     try:
         arr = np.load(path / rel, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
         raise IndexFormatError(f"{path / rel}: damaged index file ({' '.join(str(exc).split())[:200]}); "
                                "rebuild the index") from None
-    want = np.dtype(DTYPES[rel])
-    if arr.dtype != want or arr.ndim != 1 or arr.shape[0] != length:
-        raise IndexFormatError(f"{path / rel}: expected {want} of shape ({length},), found {arr.dtype} of shape "
+    want, shape = np.dtype(dtype or DTYPES[rel]), (shape,) if isinstance(shape, int) else shape
+    if arr.dtype != want or arr.shape != shape:
+        raise IndexFormatError(f"{path / rel}: expected {want} of shape {shape}, found {arr.dtype} of shape "
                                f"{arr.shape}; rebuild the index")
     return arr.view(np.ndarray)  # no memmap subclass overhead per slice
 
@@ -264,10 +264,7 @@ def open_index(path: str | Path, corpus: str | Path | None = None, conventions: 
     matrix = BM25Matrix(vocab, indptr, indices, arrays["robertson"], arrays["lucene"], n)
     dense = None
     if "dense" in manifest.components:
-        try:
-            dense = open_dense(path, manifest.components["dense"], n)
-        except ValueError as exc:
-            raise IndexFormatError(str(exc)) from None
+        dense = _load_array(path, DENSE_FILES[0], (n, manifest.components["dense"]["dim"]), DENSE_DTYPE)
     return OpenIndex(path, manifest, passages, matrix, _open_titles(path, manifest, passages), dense)
 
 
