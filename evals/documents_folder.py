@@ -118,10 +118,11 @@ def _covers(ids: list[str], gold: frozenset[str], *, records: dict[str, dict], w
                          & grams(paragraphs[g].text) for c in chunks) for g in gold))
 
 
-def _ask(question: str, index: Path, max_passages: int, conventions: str, mode: str = DEFAULT_RETRIEVER_MODE) -> dict:
+def _ask(question: str, index: Path, max_passages: int, conventions: str, mode: str = DEFAULT_RETRIEVER_MODE,
+         reader: str = "none") -> dict:
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = rootweaver(["ask", question, "--index", str(index), "--reader", "none", "--json",
+        code = rootweaver(["ask", question, "--index", str(index), "--reader", reader, "--json",
                            "--max-passages", str(max_passages), "--conventions", conventions, "--retriever", mode])
     if code != 0:
         raise RuntimeError(f"rootweaver ask exited {code} on {question!r}")

@@ -46,6 +46,7 @@ from rootweaver_innovations.loop.result import INSUFFICIENT_INFORMATION
 from rootweaver_innovations.retrieval.index import open_index
 
 from .diagnostics import paired_bootstrap_ci
+from .documents_folder import _ask
 from .layouts import grams
 
 __all__ = ["DATA", "TYPES", "NewsQuestion", "answer_correct", "found_evidence", "load_questions", "main", "run", "within_tokens", "write_articles"]
@@ -155,16 +156,6 @@ def _cell(rows: list[dict], singles: Sequence[str], n_resamples: int, seed: int)
     return cell
 
 
-def _ask_news(question: str, index: Path, max_passages: int, conventions: str, mode: str, reader: str) -> dict:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        code = rootweaver(["ask", question, "--index", str(index), "--reader", reader, "--json", "--max-passages",
-                           str(max_passages), "--conventions", conventions, "--retriever", mode])
-    if code != 0:
-        raise RuntimeError(f"rootweaver ask exited {code} on {question!r}")
-    return json.loads(out.getvalue())
-
-
 def _named_read(facets, question: str, files: Sequence[str], row_file: list[str], read: set[str]) -> dict:
     """For each kind (source, day) the question names: whether every gold file of that source
     or day was read (``None`` when it names none, or none of its gold files is of it)."""
@@ -201,7 +192,7 @@ def run(questions: Sequence[NewsQuestion], *, max_passages: int = 10, convention
         opened = open_index(index)
         singles = {m: opened.retriever(m) for m in (RETRIEVER_MODES if opened.dense is not None else ("bm25",))}
         for q in questions:
-            d = _ask_news(q.question, index, max_passages, conventions, mode, reader)
+            d = _ask(q.question, index, max_passages, conventions, mode, reader)
             ids = list(dict.fromkeys(pid for hop in d["hops"] for pid in hop["retrieved_ids"]))
             answer = d["answer"]["text"]
             if answers is not None:
