@@ -331,15 +331,15 @@ def _write_rows(old: OpenIndex, plan: _Plan, old_rows: np.ndarray, tmp: Path) ->
 
 def _metadata(old: OpenIndex, plan: _Plan, new_row: np.ndarray, tmp: Path) -> dict[str, Any]:
     """The ``metadata`` entry of the updated corpus: the old counts less the documents of the
-    old rows not kept, plus those of the rows written again (read back from their records, as a
-    build reads them); counted again over every record written when the old entry lists only
-    the most named sources or a document gone held its first or last day."""
-    records, before = tmp / "passages" / "records.jsonl", MetaSummary.from_json(old.component("metadata"))
+    old rows not kept, plus those of the rows computed (``plan.fresh``); counted again over
+    every record written when the old entry lists only the most named sources or a document
+    gone held its first or last day."""
+    before = MetaSummary.from_json(old.component("metadata"))
     gone = _documents_meta(map(old.passages.__getitem__, np.flatnonzero(new_row < 0).tolist()))
     meta = None if before is None else before.without(gone)
     if meta is None:
-        return meta_summary(records).to_json()
-    meta.merge(_documents_meta(passage_from_object(json.loads(line), records, 0) for line in plan.lines))
+        return meta_summary(tmp / "passages" / "records.jsonl").to_json()
+    meta.merge(_documents_meta(plan.fresh))
     return meta.to_json()
 
 
