@@ -147,9 +147,10 @@ def _reader_client(args: argparse.Namespace, max_tokens: int):
 
         return OpenAIChatClient(args.base_url, args.model or "reader", api_key_env=args.api_key_env,
                                 context_window=args.context_window, max_tokens=max_tokens, timeout_s=args.timeout)
-    from rootweaver_capabilities.readers.models import INSTALL_HINT, reader_installed
+    from rootweaver_capabilities.readers.models import INSTALL_HINT
+    from rootweaver_capabilities.readers.runtimes import installed_runtime
 
-    if not reader_installed():
+    if not installed_runtime():
         raise ValueError(f"the embedded reader is not installed ({INSTALL_HINT}); or pass --base-url")
     if args.model_path is not None and not args.model_path.is_file():
         raise ValueError(f"--model-path {args.model_path}: file not found")

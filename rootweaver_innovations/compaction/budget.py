@@ -178,6 +178,11 @@ class QwenTokenCounter:
             self._cache.put(text, n)
         return n
 
+    def ids(self, text: str) -> list[int]:
+        """The token ids of ``text`` (special tokens such as ``<|im_start|>`` written in it
+        become their ids, as llama.cpp tokenizes a prompt), not memoised."""
+        return self._tok.encode(text, add_special_tokens=False).ids
+
 
 @functools.lru_cache(maxsize=1)
 def default_token_counter() -> QwenTokenCounter:

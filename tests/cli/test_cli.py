@@ -120,13 +120,13 @@ def test_serve_prints_answer_method_and_cited_lines_beside_the_metadata(monkeypa
 
 
 def test_ask_without_the_reader_installed_answers_extractively_and_says_how_to_get_it(monkeypatch, capsys):
-    from rootweaver_capabilities.readers import models as reader_models
+    from rootweaver_capabilities.readers import runtimes
 
-    monkeypatch.setattr(reader_models, "reader_installed", lambda: False)
+    monkeypatch.setattr(runtimes, "installed_runtime", lambda name="auto": None)
     assert main(["ask", "--json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["answer"]["method"].startswith("extractive")
-    assert 'pip install "rootweaver[reader]"' in captured.err and "CMAKE_ARGS=" in captured.err
+    assert 'pip install "rootweaver[reader]"' in captured.err and "no compiler" in captured.err
     assert main(["ask", "--reader", "local"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not installed" in err and 'rootweaver[reader]' in err

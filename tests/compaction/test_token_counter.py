@@ -80,3 +80,12 @@ def test_another_pre_tokenizer_gets_no_fast_path(tmp_path):
     counter = QwenTokenCounter(path)
     assert counter._pieces is None
     assert counter.count("a b c") == 3
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(ascii_text, any_text))
+def test_the_ids_a_prompt_is_sent_as_are_as_many_as_it_counts(text):
+    counter = default_token_counter()
+    chatml = f"<|im_start|>user\n{text}<|im_end|>\n<|im_start|>assistant\n"
+    ids = counter.ids(chatml)
+    assert len(ids) == counter.count(chatml) and ids[0] == 151644 and ids[-3:-1] == [151644, 77091]

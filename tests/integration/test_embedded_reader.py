@@ -1,9 +1,10 @@
-"""Integration: the embedded reader (llama-cpp-python in this process) with a real GGUF model.
+"""Integration: the embedded reader in this process with real GGUF models, on each runtime.
 
-The model is SmolLM2-135M (fast; poor answers, so only the plumbing is asserted), assembled
-into the model cache by ``scripts/local_reader.py setup --model smollm2`` (run_tests.sh
-does this before the integration tests); ``LLM_MODEL_PATH`` overrides the file. The same
-synthesizer code serves the 1.5B reader that ``rootweaver ask`` uses by default.
+llama-cpp-python runs SmolLM2-135M (fast; poor answers, so only the plumbing is asserted);
+xllamacpp, which tokenizes with the bundled Qwen2.5 tokenizer, runs Qwen2.5-Coder-0.5B (the
+same tokenizer as the default 1.5B reader). run_tests.sh assembles both into the model
+cache before the integration tests (``scripts/local_reader.py setup --model smollm2`` and
+``ensure_model("qwen-0.5b")``); ``LLM_MODEL_PATH`` overrides the SmolLM2 file.
 """
 
 from __future__ import annotations
@@ -16,24 +17,27 @@ from pathlib import Path
 import pytest
 
 from rootweaver_capabilities.cli.main import main
+from rootweaver_capabilities.readers.embedded import LlamaCppChatClient
+from rootweaver_capabilities.readers.models import MODELS, default_models_dir
+from rootweaver_capabilities.readers.prompts import answer_only_messages
+from rootweaver_capabilities.readers.runtimes import installed_runtime, load_runtime
 from rootweaver_capabilities.readers.synthesizer import LLMSynthesizer
 from rootweaver_innovations.compaction.synth_context import SynthContext
 from rootweaver_innovations.records import Fact
-from rootweaver_capabilities.readers.prompts import answer_only_messages
-from rootweaver_capabilities.readers.models import MODELS, default_models_dir, reader_installed
 
 MODEL_PATH = Path(os.environ.get("LLM_MODEL_PATH", default_models_dir() / MODELS["smollm2"].filename))
+QWEN_SMALL = default_models_dir() / MODELS["qwen-0.5b"].filename
+ON = {"llama-cpp-python": MODEL_PATH, "xllamacpp": QWEN_SMALL}  # runtime -> the model it runs here
 
 pytestmark = [pytest.mark.integration]
 
 
-@pytest.fixture(scope="module")
-def client():
-    assert reader_installed(), "llama-cpp-python is not installed (extra 'reader')"
-    assert MODEL_PATH.is_file(), f"{MODEL_PATH} missing; run scripts/local_reader.py setup --model smollm2"
-    from rootweaver_capabilities.readers.embedded import LlamaCppChatClient
-
-    c = LlamaCppChatClient(MODEL_PATH, model="smollm2", context_window=2048, max_tokens=48, timeout_s=60)
+@pytest.fixture(scope="module", params=sorted(ON))
+def client(request):
+    runtime, path = request.param, ON[request.param]
+    assert installed_runtime(runtime), f"{runtime} is not installed (extras 'reader', 'reader-compiled')"
+    assert path.is_file(), f"{path} missing; see this module's docstring"
+    c = LlamaCppChatClient(path, model="small", context_window=2048, max_tokens=48, timeout_s=60, runtime=runtime)
     c.load()
     return c
 
@@ -43,22 +47,21 @@ def test_counted_prompt_tokens_are_what_the_model_evaluates(client):
     messages = answer_only_messages("Who wrote Dune?", context)
     completion = client.chat(messages, temperature=0.0, seed=0, max_tokens=8)
     assert completion.prompt_tokens == client.count_prompt_tokens(messages)
-    assert completion.attempts == 1 and completion.model == "smollm2"
+    assert completion.attempts == 1 and completion.model == "small" and completion.text.strip()
+    assert completion.finish_reason in ("stop", "length")
 
 
 def test_the_model_is_loaded_once_per_process(client):
-    from rootweaver_capabilities.readers.embedded import LlamaCppChatClient
-
-    other = LlamaCppChatClient(MODEL_PATH, model="smollm2", context_window=2048, max_tokens=48)
-    assert other._llama()[0] is client._llama()[0]
+    other = LlamaCppChatClient(client.model_path, model="other", context_window=2048, max_tokens=48,
+                               runtime=client.runtime)
+    assert other._loaded()[0] is client._loaded()[0]
 
 
 def test_generation_stops_at_the_deadline_and_degrades(client):
-    from rootweaver_capabilities.readers.embedded import LlamaCppChatClient
-
     # generation stops before the token step that would cross the deadline, and load() has
     # readied the extractive fallback, so the answer arrives within the deadline + 10%
-    slow = LlamaCppChatClient(MODEL_PATH, model="smollm2", context_window=2048, max_tokens=1900, timeout_s=5.0)
+    slow = LlamaCppChatClient(client.model_path, model="small", context_window=2048, max_tokens=1900, timeout_s=5.0,
+                              runtime=client.runtime)
     synth = LLMSynthesizer(slow, mode="answer", temperature=0.8, seed=1)
     synth.load()
     started = time.monotonic()
@@ -67,6 +70,12 @@ def test_generation_stops_at_the_deadline_and_degrades(client):
     elapsed = time.monotonic() - started
     assert answer.error_kind == "deadline" and answer.method == "extractive (reader failed: deadline)"
     assert elapsed <= 5.0 * 1.10
+
+
+def test_xllamacpp_refuses_a_model_whose_vocabulary_is_not_its_tokenizers():
+    assert installed_runtime("xllamacpp") and MODEL_PATH.is_file()
+    with pytest.raises(ValueError, match=r"rejects its ids .*ROOTWEAVER_TOKENIZER_JSON.*llama-cpp-python"):
+        load_runtime("xllamacpp", MODEL_PATH, n_ctx=512, n_threads=1)
 
 
 def test_ask_with_the_local_reader_prints_its_answer(capsys):

@@ -12,6 +12,7 @@ from rootweaver_capabilities.readers.models import (
     LLAMA_CPP_CMAKE_ARGS,
     LLAMA_CPP_PIN,
     MODELS,
+    XLLAMACPP_PIN,
     default_models_dir,
     ensure_model,
 )
@@ -27,13 +28,15 @@ def test_cache_folder_follows_the_environment(monkeypatch, tmp_path):
     assert default_models_dir() == tmp_path / "m"
 
 
-def test_the_safe_build_flags_are_the_same_in_readme_ci_and_the_hint():
-    # one string, three places that cannot import it (a shell script, a README command)
-    assert f'CMAKE_ARGS="{LLAMA_CPP_CMAKE_ARGS}"' in (REPO / ".ci" / "run").read_text()
+def test_the_pins_and_the_safe_build_flags_are_those_the_readme_and_pyproject_name():
+    # a README command and pyproject.toml cannot import them: the default extra is the prebuilt
+    # runtime (in `all`), the compiled one is opt-in and built with the documented flags
     assert f'CMAKE_ARGS="{LLAMA_CPP_CMAKE_ARGS}"' in (REPO / "README.md").read_text()
-    assert LLAMA_CPP_CMAKE_ARGS in INSTALL_HINT and "-DGGML_NATIVE=OFF" in LLAMA_CPP_CMAKE_ARGS
+    assert "-DGGML_NATIVE=OFF" in LLAMA_CPP_CMAKE_ARGS and XLLAMACPP_PIN in INSTALL_HINT
     pyproject = (REPO / "pyproject.toml").read_text()
-    assert f'reader = ["{LLAMA_CPP_PIN}"' in pyproject and "reader," in pyproject.split("all = ")[1].split("\n")[0]
+    assert f'reader = ["{XLLAMACPP_PIN}"' in pyproject and f'reader-compiled = ["{LLAMA_CPP_PIN}"' in pyproject
+    extras_in_all = pyproject.split("all = ")[1].split("\n")[0]
+    assert "reader," in extras_in_all and "reader-compiled" not in extras_in_all
 
 
 def test_default_reader_is_the_1_5b_model_with_its_pinned_parts():
