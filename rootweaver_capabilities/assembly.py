@@ -106,7 +106,7 @@ def build_synthesizer(config: MultiHopConfig, compactor: Compactor | None = None
     :class:`~rootweaver_capabilities.readers.synthesizer.LLMSynthesizer` on the embedded model for ``local`` or
     on the endpoint for ``openai``, fitting its window with ``compactor`` (default: the configured
     strategy, :func:`build_compactor`). ``ValueError`` (one line, with the install command) when
-    ``local`` is asked for but llama-cpp-python is not installed. The reader's prompt and the
+    ``local`` is asked for but its llama.cpp runtime is not installed. The reader's prompt and the
     extractive answer read comparisons under ``conventions`` (``config.conventions`` or the
     default when ``None``)."""
     cfg, conventions = config.llm, conventions or _named(config.conventions)

@@ -8,8 +8,8 @@ tokenized with the model's tokenizer, checked against the window and evaluated a
 those very tokens (the count is what runs).
 
 The runtime (:mod:`~rootweaver_capabilities.readers.runtimes`: the prebuilt ``xllamacpp``
-wheel, or ``llama-cpp-python``, which compiles) is ``llm.runtime``; ``auto`` takes the first
-installed. The model (by default Qwen2.5-Coder-1.5B-Instruct Q4_K_M, see
+wheel, or ``llama-cpp-python``, which compiles) is ``llm.runtime``; ``auto`` takes
+llama-cpp-python when it is installed, else xllamacpp. The model (by default Qwen2.5-Coder-1.5B-Instruct Q4_K_M, see
 :mod:`~rootweaver_capabilities.readers.models`) is assembled into the cache on first use
 and loaded lazily, once per process (every client on the same runtime, file and settings
 shares it). Calls on one model are serialised.
