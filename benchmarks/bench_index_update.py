@@ -1,11 +1,11 @@
 """`rootweaver index update` against a full `index build` of a folder, and the equality of the two.
 
-    python benchmarks/bench_index_update.py [--files 10000] [--seed 0] [--news 50]
+    python benchmarks/bench_index_update.py [--files 10000] [--paragraphs 1] [--seed 0] [--news 50]
 
-Writes a synthetic folder of ``--files`` small documents (the bundled demo and HotpotQA
-paragraphs of ``bench_index.py``, each one file: two in three Markdown with the title as its
-heading, the others plain text opening with it; picked and shuffled with ``--seed``; 100 files a
-subfolder), builds its index with the CLI in a child process, edits one file (a sentence added),
+Writes a synthetic folder of ``--files`` documents (the bundled demo and HotpotQA paragraphs of
+``bench_index.py``, ``--paragraphs`` of them a file, 1 by default: about 0.5 KB a file; two in three
+Markdown with each paragraph's title as a heading, the others plain text; picked and shuffled
+with ``--seed``; 100 files a subfolder), builds its index with the CLI in a child process, edits one file (a sentence added),
 and runs ``rootweaver index update`` in a child process. Prints both wall times (and CPU time),
 their ratio (target: the update under 5% of the build) and whether the updated index equals a
 fresh build of the edited folder (the same manifest, so the same SHA-256 for every file) and
@@ -44,20 +44,27 @@ from bench_index import _perturb, _sources  # noqa: E402 - the corpus bench_inde
 CLI = [sys.executable, "-m", "rootweaver_capabilities.cli.main"]
 
 
-def make_folder(folder: Path, files: int, seed: int) -> None:
-    """``files`` documents under ``folder``, picked and ordered by ``seed``."""
+def make_folder(folder: Path, files: int, seed: int, paragraphs: int = 1) -> None:
+    """``files`` documents of ``paragraphs`` paragraphs each under ``folder``, picked and ordered
+    by ``seed``; the first paragraph's title heads the file, the others head their sections."""
     src = _sources()
     rng = random.Random(seed)
-    order = [(copy, i) for copy in range(files // len(src) + 1) for i in range(len(src))][:files]
+    need = files * paragraphs
+    order = [(copy, i) for copy in range(need // len(src) + 1) for i in range(len(src))][:need]
     rng.shuffle(order)
-    for n, (copy, i) in enumerate(order):
-        s = src[i]
-        title = _perturb(s["title"], copy) if copy else s["title"]
-        text = " ".join(_perturb(t, copy) if copy else t for t in s["sentences"])
-        slug = re.sub(r"\W+", "-", title.lower()).strip("-")[:40] or "doc"
-        path = folder / f"{n // 100:03d}" / f"{n:05d}-{slug}.{'txt' if n % 3 == 2 else 'md'}"
+    for n in range(files):
+        parts = []
+        for copy, i in order[n * paragraphs:(n + 1) * paragraphs]:
+            s = src[i]
+            title = _perturb(s["title"], copy) if copy else s["title"]
+            parts.append((title, " ".join(_perturb(t, copy) if copy else t for t in s["sentences"])))
+        md = n % 3 != 2
+        slug = re.sub(r"\W+", "-", parts[0][0].lower()).strip("-")[:40] or "doc"
+        path = folder / f"{n // 100:03d}" / f"{n:05d}-{slug}.{'md' if md else 'txt'}"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"{title}\n\n{text}\n" if n % 3 == 2 else f"# {title}\n\n{text}\n", encoding="utf-8")
+        body = "\n\n".join(f"{'## ' if md else ''}{t}\n\n{x}" for t, x in parts[1:])
+        head = f"# {parts[0][0]}" if md else parts[0][0]
+        path.write_text(f"{head}\n\n{parts[0][1]}\n" + (f"\n{body}\n" if body else ""), encoding="utf-8")
 
 
 def _env() -> dict[str, str]:
@@ -114,11 +121,12 @@ def _edit(path: Path) -> None:
     path.write_text(path.read_text(encoding="utf-8") + "\nIt was revised in 2024 by the archive.\n", encoding="utf-8")
 
 
-def folder_run(files: int, seed: int, work: Path) -> bool:
+def folder_run(files: int, seed: int, paragraphs: int, work: Path) -> bool:
     folder = work / "folder"
-    make_folder(folder, files, seed)
+    make_folder(folder, files, seed, paragraphs)
     documents = sorted(folder.rglob("*.md"))
-    print(f"folder: {files:,} files (seed {seed}); one edited before each update: {documents[len(documents) // 2].relative_to(folder)}, "
+    size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+    print(f"folder: {files:,} files of {paragraphs} paragraph(s), {size / 1e6:.1f} MB (seed {seed}); one edited before each update: {documents[len(documents) // 2].relative_to(folder)}, "
           f"then {documents[len(documents) // 3].relative_to(folder)}")
     build_wall, build_cpu, built = cli("index", "build", str(folder), "--out", str(work / "cli.idx"))
     _edit(documents[len(documents) // 2])
@@ -177,11 +185,12 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--files", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--paragraphs", type=int, default=1, help="paragraphs per file (1: about 0.5 KB a file)")
     p.add_argument("--news", type=int, default=50, help="dev questions of the news check (0: skip it)")
     args = p.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-index-update-"))
     try:
-        ok = folder_run(args.files, args.seed, work)
+        ok = folder_run(args.files, args.seed, args.paragraphs, work)
         if args.news:
             ok = news_run(args.news, work) and ok
     finally:
