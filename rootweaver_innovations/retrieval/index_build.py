@@ -76,31 +76,32 @@ _TRIPLE = np.dtype([("term", np.int32), ("doc", np.int32), ("tf", np.int32)])
 
 @dataclass(frozen=True, slots=True)
 class BuildProgress:
-    """One progress report of :func:`build_index`: passages and corpus bytes read so far;
-    ``chunking`` while a folder's files are still being cut (no byte total is known then);
-    ``embedding`` while passages are embedded (``bytes_read`` / ``bytes_total`` then count
-    passages embedded / all)."""
+    """One progress report of :func:`build_index`, ``seconds`` into its ``stage``:
 
+    - ``chunking``: a folder's files are being cut; ``done`` chunks so far (no total is known);
+    - ``indexing``: ``done`` of ``total`` corpus bytes read, ``passages`` indexed so far;
+    - ``embedding``: ``done`` of ``total`` passages embedded (``passages`` is ``done``).
+    """
+
+    stage: str
     passages: int
-    bytes_read: int
-    bytes_total: int
+    done: int
+    total: int
     seconds: float
-    chunking: bool = False
-    embedding: bool = False
 
     def line(self) -> str:
         """``"1,200,000 passages  41.0%  52,000/s  ETA 31 s"`` (ETA from the byte rate),
         ``"chunking: 5,200 chunks  1,300/s"`` or ``"embedding: 2,048/17,350 passages ..."``."""
-        if self.chunking:
-            return f"chunking: {self.passages:,} chunks  {self.passages / max(self.seconds, 1e-9):,.0f}/s"
-        if self.embedding:
-            rate = self.bytes_read / max(self.seconds, 1e-9)
-            return (f"embedding: {self.bytes_read:,}/{self.bytes_total:,} passages  {rate:,.0f}/s  "
-                    f"ETA {(self.bytes_total - self.bytes_read) / max(rate, 1e-9):,.0f} s")
-        frac = self.bytes_read / self.bytes_total if self.bytes_total else 1.0
-        rate = self.passages / self.seconds if self.seconds > 0 else 0.0
+        rate = self.done / max(self.seconds, 1e-9)
+        if self.stage == "chunking":
+            return f"chunking: {self.done:,} chunks  {rate:,.0f}/s"
+        if self.stage == "embedding":
+            return (f"embedding: {self.done:,}/{self.total:,} passages  {rate:,.0f}/s  "
+                    f"ETA {(self.total - self.done) / max(rate, 1e-9):,.0f} s")
+        frac = self.done / self.total if self.total else 1.0
         eta = self.seconds * (1 - frac) / frac if frac > 0 else float("inf")
-        return f"{self.passages:,} passages  {100 * frac:5.1f}%  {rate:,.0f}/s  ETA {eta:,.0f} s"
+        passage_rate = self.passages / self.seconds if self.seconds > 0 else 0.0
+        return f"{self.passages:,} passages  {100 * frac:5.1f}%  {passage_rate:,.0f}/s  ETA {eta:,.0f} s"
 
 
 class _HashingReader(io.RawIOBase):
@@ -191,7 +192,7 @@ def build_index(corpus: str | Path, out: str | Path, *, k1: float = 1.5, b: floa
                               on_notice)
         if embedder is not None:
             n = manifest.corpus.passages
-            report = None if progress is None else lambda done, s: progress(BuildProgress(done, done, n, s, embedding=True))
+            report = None if progress is None else lambda done, s: progress(BuildProgress("embedding", done, done, n, s))
             manifest = dataclasses.replace(
                 manifest, components={**manifest.components, "dense": write_dense(tmp, n, embedder, report)},
                 files={**manifest.files, **file_entries(tmp, DENSE_FILES)})
@@ -365,7 +366,7 @@ def _build(corpus: Path, tmp: Path, k1: float, b: float, chunk_size: int, worker
             df = np.pad(df, (0, len(vocab) - len(df)))
             df += np.bincount(triples["term"], minlength=len(vocab))
             if progress is not None:
-                progress(BuildProgress(len(lengths), raw.count, total, time.perf_counter() - start))
+                progress(BuildProgress("indexing", len(lengths), raw.count, total, time.perf_counter() - start))
 
         try:
             carry = ("", "")
@@ -442,7 +443,7 @@ def _chunk_folder(folder: Path, tmp: Path, chunking: ChunkingSettings,
                 fh.write(json.dumps(passage_record(p), ensure_ascii=False) + "\n")
                 if progress is not None and (now := time.perf_counter()) - last >= 0.2:
                     last = now
-                    progress(BuildProgress(n, 0, 0, now - start, chunking=True))
+                    progress(BuildProgress("chunking", n, n, 0, now - start))
     (tmp / "chunking").mkdir()
     (tmp / CHUNKING_FILES[0]).write_bytes(records_bytes(files))
     return records, {**chunking.describe(), "files": list(CHUNKING_FILES),

@@ -40,8 +40,8 @@ def test_a_build_with_an_embedder_saves_one_float16_row_per_passage(docs, tmp_pa
     index = open_index(tmp_path / "idx")
     assert index.dense.shape == (len(index.passages), 384) and index.dense.dtype == np.float16
     assert verify_index(tmp_path / "idx") == m
-    last = [r for r in reports if r.embedding][-1]
-    assert last.bytes_read == last.bytes_total == len(index.passages) and last.line().startswith("embedding: ")
+    last = [r for r in reports if r.stage == "embedding"][-1]
+    assert last.done == last.total == len(index.passages) and last.line().startswith("embedding: ")
     norms = np.linalg.norm(index.dense.astype(np.float32), axis=1)
     assert np.allclose(norms, 1.0, atol=1e-2)  # L2-normalised rows, cosine by a dot product
 
