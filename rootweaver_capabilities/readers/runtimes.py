@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rootweaver_capabilities.config import READER_RUNTIMES
 from rootweaver_capabilities.readers.models import INSTALL_HINT, ReaderNotInstalledError
@@ -45,21 +45,18 @@ class Generated:
     completion_tokens: int | None
 
 
-class Runtime:
+class Runtime(Protocol):
     """A loaded model (see the module docstring). ``generate`` raises ``RuntimeError`` when
     the runtime rejects the request or fails."""
 
     name: str
 
-    def tokenize(self, text: str) -> list[int]:
-        raise NotImplementedError
+    def tokenize(self, text: str) -> list[int]: ...
 
     def generate(self, prompt: list[int], *, temperature: float, max_tokens: int, seed: int | None,
-                 json_mode: bool, halt: Callable[[], bool]) -> Generated:
-        raise NotImplementedError
+                 json_mode: bool, halt: Callable[[], bool]) -> Generated: ...
 
-    def close(self) -> None:
-        raise NotImplementedError
+    def close(self) -> None: ...
 
 
 def installed_runtime(name: str = "auto") -> str | None:
@@ -92,14 +89,14 @@ def load_runtime(name: str, path: Path, *, n_ctx: int, n_threads: int) -> Runtim
     raise refusals[0]
 
 
-class _XLlamaCpp(Runtime):
+class _XLlamaCpp:
     name = "xllamacpp"
 
     def __init__(self, path: Path, n_ctx: int, n_threads: int):
         import xllamacpp
 
         from rootweaver_capabilities.readers.token_count import TOKENIZER_ENV
-        from rootweaver_innovations.compaction.budget import QwenTokenCounter
+        from rootweaver_innovations.compaction.budget import QwenTokenCounter, default_token_counter
 
         params = xllamacpp.CommonParams()
         params.model.path = str(path)
@@ -107,7 +104,7 @@ class _XLlamaCpp(Runtime):
         params.cpuparams.n_threads = params.cpuparams_batch.n_threads = n_threads
         self._server: Any = xllamacpp.Server(params)
         tokenizer = os.environ.get(TOKENIZER_ENV) or None
-        self._tokenizer = QwenTokenCounter(tokenizer)
+        self._tokenizer = QwenTokenCounter(tokenizer) if tokenizer else default_token_counter()
         probe = self._server.handle_completions({"prompt": self.tokenize(f"{_START}user\nok{_STOP}\n"),
                                                  "max_tokens": 1})
         if "error" in probe:  # the ids are not this model's: it would read garbage or refuse every prompt
@@ -153,7 +150,7 @@ class _XLlamaCpp(Runtime):
         self._server = None
 
 
-class _LlamaCppPython(Runtime):
+class _LlamaCppPython:
     name = "llama-cpp-python"
 
     def __init__(self, path: Path, n_ctx: int, n_threads: int):
