@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["IDFS", "BM25Matrix", "Vocabulary", "build_matrix", "count_chunk", "idf_weights", "okapi_idf", "write_bm25",
-           "saturation", "scatter_scores"]
+           "save_columns", "saturation", "scatter_scores"]
 
 IDFS = ("robertson", "lucene")
 
@@ -122,14 +122,15 @@ def count_chunk(tokens: Sequence[Sequence[str]], vocab: Vocabulary, first_doc: i
 
 
 def idf_weights(df: np.ndarray, num_docs: int) -> dict[str, np.ndarray]:
-    """float32 Robertson (floored at 0) and Lucene idf per term, as bm25s computes them."""
+    """float32 Robertson (floored at 0) and Lucene idf per term, as bm25s computes them
+    (``math.log``, once per distinct document frequency)."""
     log = math.log
-    inner = [(num_docs - d + 0.5) / (d + 0.5) for d in df.tolist()]
+    counts, at = np.unique(np.asarray(df), return_inverse=True)
+    inner = [(num_docs - d + 0.5) / (d + 0.5) for d in counts.tolist()]
     rob = np.array([log(max(x, 1)) for x in inner], dtype=np.float64).astype(np.float32)
     luc = np.array([log(1 + x) for x in inner], dtype=np.float64).astype(np.float32)
-    absent = np.asarray(df) == 0
-    rob[absent] = luc[absent] = 0
-    return {"robertson": rob, "lucene": luc}
+    rob[counts == 0] = luc[counts == 0] = 0
+    return {"robertson": rob[at], "lucene": luc[at]}
 
 
 def okapi_idf(df: np.ndarray, num_docs: int) -> np.ndarray:
@@ -174,8 +175,13 @@ def scatter_scores(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], 
         if "tf" in out:
             out["tf"][pos] = tf
         for name in IDFS:
-            out[name][pos] = (idf[name][term].astype(np.float64) * tfc).astype(np.float32)
+            out[name][pos] = _scores(idf[name][term], tfc)
     return indptr
+
+
+def _scores(idf: np.ndarray, tfc: np.ndarray) -> np.ndarray:
+    """float32 scores of postings from their float32 idf and float64 saturation (bm25s's rounding)."""
+    return (idf.astype(np.float64) * tfc).astype(np.float32)
 
 
 def build_matrix(tokens: Iterable[Sequence[str]], k1: float, b: float, chunk_size: int = 20_000) -> BM25Matrix:
@@ -224,3 +230,21 @@ def write_bm25(directory: Path, chunks: Iterable[tuple[np.ndarray, np.ndarray, n
     np.save(directory / "indptr.npy", indptr)
     (directory / "vocab.json").write_text(json.dumps([terms[i] for i in order], ensure_ascii=False), encoding="utf-8")
     return nnz
+
+
+def save_columns(directory: Path, terms: Sequence[str], df: np.ndarray, indices: np.ndarray, tf: np.ndarray,
+                 lengths: np.ndarray, k1: float, b: float) -> None:
+    """Write the BM25 files as :func:`write_bm25` does (the same bytes) from postings already in
+    column order: ``terms`` sorted, ``df[t]`` (> 0) postings of term ``t``, ``indices`` (int32
+    passages, ascending within a term) and ``tf`` (int32) aligned, ``lengths`` every passage's
+    token count. Holds the postings in memory (an update has them there); a build streams."""
+    indptr = np.zeros(len(df) + 1, dtype=np.int64)
+    np.cumsum(df, out=indptr[1:])
+    tfc = saturation(tf.astype(np.float64), lengths[indices].astype(np.float64), lengths.mean(), k1, b)
+    idf = idf_weights(df, len(lengths))
+    np.save(directory / "indices.npy", indices.astype(np.int32, copy=False))
+    for name in IDFS:
+        np.save(directory / f"{name}.npy", _scores(np.repeat(idf[name], df), tfc))
+    np.save(directory / "tf.npy", tf.astype(np.int32, copy=False))
+    np.save(directory / "indptr.npy", indptr)
+    (directory / "vocab.json").write_text(json.dumps(list(terms), ensure_ascii=False), encoding="utf-8")

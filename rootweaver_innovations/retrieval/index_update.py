@@ -29,6 +29,7 @@ swap removes the new directory and leaves the old index whole.
 
 from __future__ import annotations
 
+import bisect
 import errno
 import hashlib
 import json
@@ -49,13 +50,14 @@ from rootweaver_innovations.documents.corpus import CorpusError, Passage, meta_s
 from rootweaver_innovations.documents.file_records import FileRecord, read_records, records_bytes, scan_folder
 from rootweaver_innovations.documents.folders import ChunkingSettings, SkippedFile, count_by_reason, passage_record
 from rootweaver_innovations.documents.metadata import MetaSummary
-from rootweaver_innovations.retrieval.bm25_matrix import Vocabulary, count_chunk, write_bm25
+from rootweaver_innovations.retrieval.bm25_matrix import Vocabulary, count_chunk, save_columns
 from rootweaver_innovations.retrieval.index import OpenIndex, PassageStore, open_index
 from rootweaver_innovations.retrieval.dense_index import dense_rows
 from rootweaver_innovations.retrieval.index_build import _documents_meta, _lines, _remove_stale_builds
 from rootweaver_innovations.retrieval.manifest import (
     CHUNKING_FILES,
     MANIFEST,
+    PASSAGE_FILES,
     CorpusFingerprint,
     IndexFormatError,
     IndexManifest,
@@ -76,7 +78,6 @@ passage order; the manifest entry is carried over. An index with a component nei
 built in is refused."""
 
 _BUILT_IN = frozenset({"passages", "bm25", "titles", "chunking", "metadata"})
-_BLOCK = 1 << 20  # postings handed to the score scatter at once
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,39 +252,57 @@ def _fresh_tokens(store: PassageStore, plan: _Plan, old_rows: np.ndarray, conven
 
 def _write_bm25(old: OpenIndex, old_rows: np.ndarray, new_row: np.ndarray, tokens: list[list[str]],
                 tmp: Path) -> tuple[int, int, float]:
-    """The BM25 files of the updated corpus; vocabulary size, postings and average length."""
+    """The BM25 files of the updated corpus; vocabulary size, postings and average length.
+
+    The kept postings stay in column order (terms sorted, passages ascending: kept rows keep
+    their order unless a JSONL file was reordered, when every posting is sorted again), so the
+    computed rows' postings are merged into them by binary search; every score is then
+    recomputed, since the passage count and average length moved."""
     bm = old.component("bm25")
-    indptr = np.load(old.path / "bm25" / "indptr.npy", mmap_mode="r")
+    indptr = old.bm25.indptr
     tf = np.load(old.path / "bm25" / "tf.npy", mmap_mode="r")
     if tf.dtype != np.int32 or tf.shape != (bm["nnz"],):
         raise IndexFormatError(f"{old.path / 'bm25' / 'tf.npy'}: expected int32 of shape ({bm['nnz']},); "
                                "rebuild the index")
-    n, doc = len(old_rows), new_row[old.bm25.indices]
-    keep = doc >= 0
-    term = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))[keep]
-    doc, tf = doc[keep], np.asarray(tf[keep], dtype=np.int32)
-    terms = list(old.bm25.vocab)  # open_index lists vocab.json's terms in column order
     vocab = Vocabulary()
     f_term, f_doc, f_tf, _ = count_chunk(tokens, vocab, 0)
-    known = old.bm25.vocab
-    new_terms = [t for t in vocab if t not in known]
-    extra = {t: len(terms) + k for k, t in enumerate(new_terms)}
-    ids = np.fromiter((known[t] if t in known else extra[t] for t in vocab), dtype=np.int64, count=len(vocab))
-    terms += new_terms
-    term = np.concatenate([term, ids[f_term]])
-    doc = np.concatenate([doc, np.flatnonzero(old_rows < 0)[f_doc]])
-    tf = np.concatenate([tf, f_tf])
-    alive = sorted(np.flatnonzero(np.bincount(term, minlength=len(terms))).tolist(), key=terms.__getitem__)
-    rank = np.full(len(terms), -1, dtype=np.int64)  # a deleted file's last terms go, the others in write_bm25's order
-    rank[alive] = np.arange(len(alive))
-    terms = [terms[i] for i in alive]
-    order = np.argsort((rank[term] << 32) | doc, kind="stable")  # by term, then passage (kept: mostly sorted)
-    term, doc, tf = rank[term][order], doc[order], tf[order]
-    lengths = np.bincount(doc, weights=tf, minlength=n).astype(np.int64)
-    df = np.bincount(term, minlength=len(terms))
-    chunks = ((term[a:a + _BLOCK], doc[a:a + _BLOCK], tf[a:a + _BLOCK]) for a in range(0, len(term), _BLOCK))
-    nnz = write_bm25(tmp / "bm25", chunks, df, lengths, terms, bm["k1"], bm["b"])
-    return len(terms), nnz, float(lengths.mean())
+    known, old_terms = old.bm25.vocab, list(old.bm25.vocab)  # open_index lists vocab.json's terms in column order
+    new_terms = sorted(t for t in vocab if t not in known)
+    # each term's place among old and new terms together, both lists sorted
+    before = np.array([bisect.bisect_left(old_terms, t) for t in new_terms], dtype=np.int64)
+    old_place = np.arange(len(old_terms), dtype=np.int64) + np.searchsorted(before, np.arange(len(old_terms)),
+                                                                             side="right")
+    new_place = before + np.arange(len(new_terms), dtype=np.int64)
+    terms = [""] * (len(old_terms) + len(new_terms))
+    for i, t in zip(old_place.tolist(), old_terms):
+        terms[i] = t
+    for i, t in zip(new_place.tolist(), new_terms):
+        terms[i] = t
+    new_at = {t: i for i, t in zip(new_place.tolist(), new_terms)}
+    place = np.fromiter((new_at[t] if t in new_at else old_place[known[t]] for t in vocab), dtype=np.int64,
+                        count=len(vocab))
+
+    doc = new_row[old.bm25.indices]
+    keep = doc >= 0
+    kept_per_term = np.diff(np.concatenate([[0], np.cumsum(keep)])[indptr])
+    key = (np.repeat(old_place, kept_per_term) << 32) | doc[keep]
+    doc, tf = doc[keep], np.asarray(tf[keep], dtype=np.int32)
+    f_key = (place[f_term] << 32) | np.flatnonzero(old_rows < 0)[f_doc]
+    f_order = np.argsort(f_key, kind="stable")
+    f_key, f_doc, f_tf = f_key[f_order], (f_key[f_order] & 0xFFFFFFFF), f_tf[f_order]
+    if len(key) < 2 or bool((key[1:] > key[:-1]).all()):
+        at = np.searchsorted(key, f_key)
+        key, doc, tf = np.insert(key, at, f_key), np.insert(doc, at, f_doc), np.insert(tf, at, f_tf)
+    else:  # kept rows reordered
+        key, doc, tf = np.concatenate([key, f_key]), np.concatenate([doc, f_doc]), np.concatenate([tf, f_tf])
+        order = np.argsort(key, kind="stable")
+        key, doc, tf = key[order], doc[order], tf[order]
+    df = np.bincount(key >> 32, minlength=len(terms))
+    alive = np.flatnonzero(df)  # a deleted file's last terms go
+    lengths = np.bincount(doc, weights=tf, minlength=len(old_rows)).astype(np.int64)
+    save_columns(tmp / "bm25", [terms[i] for i in alive.tolist()], df[alive], doc.astype(np.int32), tf, lengths,
+                 bm["k1"], bm["b"])
+    return len(alive), len(doc), float(lengths.mean())
 
 
 def _write_titles(old: OpenIndex, plan: _Plan, old_rows: np.ndarray, new_row: np.ndarray, conventions: Conventions,
@@ -372,7 +391,8 @@ def _write(old: OpenIndex, plan: _Plan, conventions: Conventions, tmp: Path,
         (tmp / "chunking").mkdir()
         (tmp / CHUNKING_FILES[0]).write_bytes(records_bytes(plan.files))
     manifest = IndexManifest(old.manifest.format_version, corpus, old.manifest.tokenizer, components,
-                             file_entries(tmp, [f for c in components.values() for f in c.get("files", ())]),
+                             file_entries(tmp, [f for c in components.values() for f in c.get("files", ())],
+                                          {PASSAGE_FILES[0]: sha}),
                              old.manifest.conventions)
     (tmp / MANIFEST).write_text(json.dumps(manifest.to_json(), indent=2), encoding="utf-8")
     return manifest

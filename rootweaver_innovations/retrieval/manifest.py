@@ -231,9 +231,13 @@ def check_built_here(path: Path, manifest: IndexManifest, conventions: str | Non
     return member
 
 
-def file_entries(directory: Path, names: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """``manifest["files"]`` entries ``{"bytes", "sha256"}`` of the files ``names`` under ``directory``, in that order."""
-    return {f: {"bytes": (directory / f).stat().st_size, "sha256": sha256_of(directory / f)} for f in names}
+def file_entries(directory: Path, names: Iterable[str], known: Mapping[str, str] | None = None
+                 ) -> dict[str, dict[str, Any]]:
+    """``manifest["files"]`` entries ``{"bytes", "sha256"}`` of the files ``names`` under ``directory``, in that order;
+    ``known`` gives the SHA-256 of files hashed as they were written (not read again)."""
+    known = known or {}
+    return {f: {"bytes": (directory / f).stat().st_size, "sha256": known.get(f) or sha256_of(directory / f)}
+            for f in names}
 
 
 def sha256_of(corpus: Path) -> str:
