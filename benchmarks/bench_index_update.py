@@ -1,6 +1,7 @@
 """`rootweaver index update` against a full `index build` of a folder, and the equality of the two.
 
     python benchmarks/bench_index_update.py [--files 10000] [--paragraphs 1] [--seed 0] [--repeat 3] [--news 50]
+                                            [--jsonl 1000000]
 
 Writes a synthetic folder of ``--files`` documents (the bundled demo and HotpotQA paragraphs of
 ``bench_index.py``, ``--paragraphs`` of them a file, 1 by default: about 0.5 KB a file; two in three
@@ -11,6 +12,9 @@ each time; the disk synced before every timed run, so no run waits on the last o
 Prints the median wall times (and CPU time), their ratio (target: the CLI update under 5% of the build) and whether the updated index equals a
 fresh build of the edited folder (the same manifest, so the same SHA-256 for every file) and
 passes ``index verify``.
+
+``--jsonl N`` does the same for one record of the synthetic JSONL corpus of ``bench_index.py``
+(N records, generated once and cached under ``.cache/bench-index/``).
 
 ``--news N`` then checks answers on real news: the bundled MultiHop-RAG articles
 (``evals/data/multihoprag``, as ``python -m evals.news`` writes them) are indexed, the first
@@ -40,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench_index import _perturb, _sources  # noqa: E402 - the corpus bench_index grows
+from bench_index import _perturb, _sources, make_corpus  # noqa: E402 - the corpus bench_index grows
 
 CLI = [sys.executable, "-m", "rootweaver_capabilities.cli.main"]
 
@@ -170,6 +174,35 @@ def folder_run(files: int, seed: int, paragraphs: int, repeat: int, work: Path) 
     return equal and update_wall / build_wall < 0.05
 
 
+def jsonl_run(passages: int, repeat: int, work: Path) -> bool:
+    """One record edited in the synthetic JSONL corpus of ``bench_index.py`` (``passages`` records)."""
+    corpus = work / "corpus.jsonl"
+    shutil.copyfile(make_corpus(passages), corpus)
+    lines = corpus.read_bytes().splitlines(keepends=True)
+    print(f"JSONL corpus: {passages:,} records, {corpus.stat().st_size / 1e6:.1f} MB; median of {repeat} runs each, "
+          "a different record edited before each update, the disk synced before each timed run")
+    builds, updates = [], []
+    for _ in range(repeat):
+        shutil.rmtree(work / "jsonl.idx", ignore_errors=True)
+        os.sync()
+        builds.append(cli("index", "build", str(corpus), "--out", str(work / "jsonl.idx")))
+    for k in range(repeat):
+        at = len(lines) * (k + 1) // (repeat + 1)
+        record = json.loads(lines[at])
+        record["sentences"] = [*record["sentences"], "It was revised in 2024 by the archive."]
+        lines[at] = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+        corpus.write_bytes(b"".join(lines))
+        os.sync()
+        updates.append(cli("index", "update", str(work / "jsonl.idx")))
+    equal = same_as_fresh(work / "jsonl.idx", corpus, work / "jsonl-fresh.idx")
+    (build_wall, build_cpu, built), (update_wall, update_cpu, updated) = _median(builds), _median(updates)
+    print(f"  rootweaver index build   {build_wall:6.2f} s wall ({build_cpu:.2f} s CPU)  [{built}]")
+    print(f"  rootweaver index update  {update_wall:6.2f} s wall ({update_cpu:.2f} s CPU)  [{updated}]")
+    print(f"  update / build: {100 * update_wall / build_wall:.1f}% (runs: build {', '.join(f'{b[0]:.2f}' for b in builds)}"
+          f" s, update {', '.join(f'{u[0]:.2f}' for u in updates)} s); equals a fresh build, verify ok: {equal}")
+    return equal
+
+
 def news_run(limit: int, work: Path) -> bool:
     from evals.documents_folder import _ask
     from evals.news import load_questions, write_articles
@@ -204,15 +237,19 @@ def news_run(limit: int, work: Path) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--files", type=int, default=10_000)
+    p.add_argument("--files", type=int, default=10_000, help="files in the folder (0: skip the folder)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--paragraphs", type=int, default=1, help="paragraphs per file (1: about 0.5 KB a file)")
     p.add_argument("--repeat", type=int, default=3, help="timed runs of each command (the median is shown)")
     p.add_argument("--news", type=int, default=50, help="dev questions of the news check (0: skip it)")
+    p.add_argument("--jsonl", type=int, default=0, metavar="N",
+                   help="also one record edited in bench_index.py's synthetic corpus of N records (0: skip it)")
     args = p.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-index-update-"))
     try:
-        ok = folder_run(args.files, args.seed, args.paragraphs, max(1, args.repeat), work)
+        ok = folder_run(args.files, args.seed, args.paragraphs, max(1, args.repeat), work) if args.files else True
+        if args.jsonl:
+            ok = jsonl_run(args.jsonl, max(1, args.repeat), work) and ok
         if args.news:
             ok = news_run(args.news, work) and ok
     finally:

@@ -256,8 +256,8 @@ def _write_bm25(old: OpenIndex, old_rows: np.ndarray, new_row: np.ndarray, token
 
     The kept postings stay in column order (terms sorted, passages ascending: kept rows keep
     their order unless a JSONL file was reordered, when every posting is sorted again), so the
-    computed rows' postings are merged into them by binary search; every score is then
-    recomputed, since the passage count and average length moved."""
+    computed rows' postings are inserted among them, each found by binary search within its
+    term's column; every score is then recomputed, since the passage count and average length moved."""
     bm = old.component("bm25")
     indptr = old.bm25.indptr
     tf = np.load(old.path / "bm25" / "tf.npy", mmap_mode="r")
@@ -283,21 +283,33 @@ def _write_bm25(old: OpenIndex, old_rows: np.ndarray, new_row: np.ndarray, token
                         count=len(vocab))
 
     doc = new_row[old.bm25.indices]
-    keep = doc >= 0
-    kept_per_term = np.diff(np.concatenate([[0], np.cumsum(keep)])[indptr])
-    key = (np.repeat(old_place, kept_per_term) << 32) | doc[keep]
-    doc, tf = doc[keep], np.asarray(tf[keep], dtype=np.int32)
-    f_key = (place[f_term] << 32) | np.flatnonzero(old_rows < 0)[f_doc]
-    f_order = np.argsort(f_key, kind="stable")
-    f_key, f_doc, f_tf = f_key[f_order], (f_key[f_order] & 0xFFFFFFFF), f_tf[f_order]
-    if len(key) < 2 or bool((key[1:] > key[:-1]).all()):
-        at = np.searchsorted(key, f_key)
-        key, doc, tf = np.insert(key, at, f_key), np.insert(doc, at, f_doc), np.insert(tf, at, f_tf)
-    else:  # kept rows reordered
-        key, doc, tf = np.concatenate([key, f_key]), np.concatenate([doc, f_doc]), np.concatenate([tf, f_tf])
-        order = np.argsort(key, kind="stable")
-        key, doc, tf = key[order], doc[order], tf[order]
-    df = np.bincount(key >> 32, minlength=len(terms))
+    gone = np.flatnonzero(doc < 0)
+    kept_per_term = np.diff(indptr) - np.bincount(np.searchsorted(indptr, gone, side="right") - 1,
+                                                  minlength=len(old_terms))
+    doc, tf = np.delete(doc, gone), np.delete(np.asarray(tf), gone)
+    f_place, f_doc = place[f_term], np.flatnonzero(old_rows < 0)[f_doc]
+    order = np.lexsort((f_doc, f_place))
+    f_place, f_doc, f_tf = f_place[order], f_doc[order], f_tf[order]
+    df = np.zeros(len(terms), dtype=np.int64)
+    df[old_place] = kept_per_term
+    df += np.bincount(f_place, minlength=len(terms))
+    kept = old_rows[old_rows >= 0]
+    if bool((kept[1:] > kept[:-1]).all()):  # kept rows in their old order: each column's passages stay ascending
+        start = np.concatenate([[0], np.cumsum(kept_per_term)])  # each old column's first kept posting
+        column = np.searchsorted(old_place, f_place)  # a term's old column, or (a new term) the old column after it
+        at = start[column]
+        old_term = old_place[np.minimum(column, len(old_place) - 1)] == f_place if len(old_place) else column < 0
+        runs = pairwise([0, *(np.flatnonzero(np.diff(f_place)) + 1).tolist(), len(f_place)]) if len(f_place) else ()
+        for a, z in runs:  # one run of postings per term
+            if old_term[a]:
+                c = column[a]
+                at[a:z] += np.searchsorted(doc[start[c]:start[c + 1]], f_doc[a:z])
+        doc, tf = np.insert(doc, at, f_doc), np.insert(tf, at, f_tf)
+    else:  # a JSONL file's kept records reordered: every posting sorted again
+        term = np.concatenate([np.repeat(old_place, kept_per_term), f_place])
+        doc, tf = np.concatenate([doc, f_doc]), np.concatenate([tf, f_tf])
+        order = np.lexsort((doc, term))
+        doc, tf = doc[order], tf[order]
     alive = np.flatnonzero(df)  # a deleted file's last terms go
     lengths = np.bincount(doc, weights=tf, minlength=len(old_rows)).astype(np.int64)
     save_columns(tmp / "bm25", [terms[i] for i in alive.tolist()], df[alive], doc.astype(np.int32), tf, lengths,
