@@ -39,6 +39,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,6 +132,22 @@ def _median(runs: list[tuple[float, ...]]) -> tuple[float, ...]:
     return sorted(runs)[len(runs) // 2]
 
 
+def _timed(build: Callable[[], tuple], edits: Sequence[Callable[[], None]], update: Callable[[], tuple],
+           index: Path) -> tuple[list[tuple], list[tuple]]:
+    """``build()`` into ``index`` once per edit (removed first), then each edit followed by
+    ``update()``; the disk synced before every timed call. Both calls' results, in order."""
+    builds, updates = [], []
+    for _ in edits:
+        shutil.rmtree(index, ignore_errors=True)
+        os.sync()
+        builds.append(build())
+    for edit in edits:
+        edit()
+        os.sync()
+        updates.append(update())
+    return builds, updates
+
+
 def folder_run(files: int, seed: int, paragraphs: int, repeat: int, work: Path) -> bool:
     folder = work / "folder"
     make_folder(folder, files, seed, paragraphs)
@@ -139,15 +157,9 @@ def folder_run(files: int, seed: int, paragraphs: int, repeat: int, work: Path) 
     print(f"folder: {files:,} files of {paragraphs} paragraph(s), {size / 1e6:.1f} MB (seed {seed}); "
           f"median of {repeat} runs each, a different file edited before each update, the disk synced before "
           "each timed run")
-    builds, updates = [], []
-    for _ in range(repeat):
-        shutil.rmtree(work / "cli.idx", ignore_errors=True)
-        os.sync()
-        builds.append(cli("index", "build", str(folder), "--out", str(work / "cli.idx")))
-    for path in edited[:repeat]:
-        _edit(path)
-        os.sync()
-        updates.append(cli("index", "update", str(work / "cli.idx")))
+    builds, updates = _timed(partial(cli, "index", "build", str(folder), "--out", str(work / "cli.idx")),
+                             [partial(_edit, path) for path in edited[:repeat]],
+                             partial(cli, "index", "update", str(work / "cli.idx")), work / "cli.idx")
     equal = same_as_fresh(work / "cli.idx", folder, work / "fresh.idx")
     (build_wall, build_cpu, built), (update_wall, update_cpu, updated) = _median(builds), _median(updates)
     print("CLI (cold process: interpreter, imports, chunker):")
@@ -155,15 +167,9 @@ def folder_run(files: int, seed: int, paragraphs: int, repeat: int, work: Path) 
     print(f"  rootweaver index update  {update_wall:6.2f} s wall ({update_cpu:.2f} s CPU)  [{updated}]")
     print(f"  update / build: {100 * update_wall / build_wall:.1f}% (target < 5%; runs: build "
           f"{', '.join(f'{b[0]:.2f}' for b in builds)} s, update {', '.join(f'{u[0]:.2f}' for u in updates)} s)")
-    call_builds, call_updates = [], []
-    for _ in range(repeat):
-        shutil.rmtree(work / "call.idx", ignore_errors=True)
-        os.sync()
-        call_builds.append(call("build", str(folder), str(work / "call.idx")))
-    for path in edited[repeat:]:
-        _edit(path)
-        os.sync()
-        call_updates.append(call("update", str(work / "call.idx")))
+    call_builds, call_updates = _timed(partial(call, "build", str(folder), str(work / "call.idx")),
+                                       [partial(_edit, path) for path in edited[repeat:]],
+                                       partial(call, "update", str(work / "call.idx")), work / "call.idx")
     equal = same_as_fresh(work / "call.idx", folder, work / "fresh.idx") and equal
     call_build, call_update = _median(call_builds), _median(call_updates)
     print("build_index / update_index alone (chunker loaded before the clock):")
@@ -181,19 +187,16 @@ def jsonl_run(passages: int, repeat: int, work: Path) -> bool:
     lines = corpus.read_bytes().splitlines(keepends=True)
     print(f"JSONL corpus: {passages:,} records, {corpus.stat().st_size / 1e6:.1f} MB; median of {repeat} runs each, "
           "a different record edited before each update, the disk synced before each timed run")
-    builds, updates = [], []
-    for _ in range(repeat):
-        shutil.rmtree(work / "jsonl.idx", ignore_errors=True)
-        os.sync()
-        builds.append(cli("index", "build", str(corpus), "--out", str(work / "jsonl.idx")))
-    for k in range(repeat):
-        at = len(lines) * (k + 1) // (repeat + 1)
+
+    def edit(at: int) -> None:
         record = json.loads(lines[at])
         record["sentences"] = [*record["sentences"], "It was revised in 2024 by the archive."]
         lines[at] = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
         corpus.write_bytes(b"".join(lines))
-        os.sync()
-        updates.append(cli("index", "update", str(work / "jsonl.idx")))
+
+    builds, updates = _timed(partial(cli, "index", "build", str(corpus), "--out", str(work / "jsonl.idx")),
+                             [partial(edit, len(lines) * (k + 1) // (repeat + 1)) for k in range(repeat)],
+                             partial(cli, "index", "update", str(work / "jsonl.idx")), work / "jsonl.idx")
     equal = same_as_fresh(work / "jsonl.idx", corpus, work / "jsonl-fresh.idx")
     (build_wall, build_cpu, built), (update_wall, update_cpu, updated) = _median(builds), _median(updates)
     print(f"  rootweaver index build   {build_wall:6.2f} s wall ({build_cpu:.2f} s CPU)  [{built}]")

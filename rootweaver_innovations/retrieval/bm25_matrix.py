@@ -21,22 +21,25 @@ relevance reproduces).
 Building is split in two steps so that it can stream: :func:`count_chunk` turns a chunk
 of token lists into ``(term, passage, tf)`` triples against a growing :class:`Vocabulary`,
 and :func:`scatter_scores` writes triples (in passage order) into preallocated CSC arrays,
-which may be ``np.memmap`` files.
+which may be ``np.memmap`` files. An index update edits columns in place instead:
+:func:`merge_terms` and :func:`update_postings` swap a changed file's postings for its
+old ones, and :func:`save_columns` writes the result.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain, islice
+from itertools import chain, islice, pairwise
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["IDFS", "BM25Matrix", "Vocabulary", "build_matrix", "count_chunk", "idf_weights", "okapi_idf", "write_bm25",
-           "save_columns", "saturation", "scatter_scores"]
+__all__ = ["IDFS", "BM25Matrix", "Vocabulary", "build_matrix", "count_chunk", "idf_weights", "merge_terms", "okapi_idf",
+           "saturation", "save_columns", "scatter_scores", "update_postings", "write_bm25"]
 
 IDFS = ("robertson", "lucene")
 
@@ -248,3 +251,55 @@ def save_columns(directory: Path, terms: Sequence[str], df: np.ndarray, indices:
     np.save(directory / "tf.npy", tf.astype(np.int32, copy=False))
     np.save(directory / "indptr.npy", indptr)
     (directory / "vocab.json").write_text(json.dumps(list(terms), ensure_ascii=False), encoding="utf-8")
+
+
+def merge_terms(old_terms: Sequence[str], new_terms: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Two sorted, disjoint term lists merged: the merged list and each old and each new
+    term's place in it (int64 arrays aligned with the inputs). Costs one binary search per
+    new term, not a sort of every term."""
+    before = np.array([bisect.bisect_left(old_terms, t) for t in new_terms], dtype=np.int64)
+    old_place = np.arange(len(old_terms), dtype=np.int64) + np.searchsorted(before, np.arange(len(old_terms)),
+                                                                             side="right")
+    new_place = before + np.arange(len(new_terms), dtype=np.int64)
+    terms = [""] * (len(old_terms) + len(new_terms))
+    for i, t in chain(zip(old_place.tolist(), old_terms), zip(new_place.tolist(), new_terms)):
+        terms[i] = t
+    return terms, old_place, new_place
+
+
+def update_postings(indptr: np.ndarray, indices: np.ndarray, tf: np.ndarray, new_row: np.ndarray,
+                    old_place: np.ndarray, num_terms: int, place: np.ndarray, new_indices: np.ndarray,
+                    new_tf: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Postings in column order after an edit of the corpus. The old columns ``indptr`` /
+    ``indices`` / ``tf`` keep the postings of passages with ``new_row[p] >= 0`` (renumbered
+    to it; -1 drops one), old column ``c`` becomes column ``old_place[c]`` of ``num_terms``
+    (:func:`merge_terms`), and the new postings ``(place, new_indices, new_tf)`` (any order,
+    none of them duplicating a kept one) are added. Returns ``(df, indices, tf)``, passages
+    ascending within each column. When the kept passages keep their order, each new run of a
+    column is placed by one binary search within it; otherwise every posting is sorted again."""
+    doc = new_row[indices]
+    gone = np.flatnonzero(doc < 0)
+    per_column = np.diff(indptr) - np.bincount(np.searchsorted(indptr, gone, side="right") - 1,
+                                               minlength=len(old_place))
+    doc, tf = np.delete(doc, gone), np.delete(np.asarray(tf), gone)
+    order = np.lexsort((new_indices, place))
+    place, new_indices, new_tf = place[order], new_indices[order], new_tf[order]
+    df = np.zeros(num_terms, dtype=np.int64)
+    df[old_place] = per_column
+    df += np.bincount(place, minlength=num_terms)
+    kept = new_row[new_row >= 0]
+    if not bool((kept[1:] > kept[:-1]).all()):
+        column = np.concatenate([np.repeat(old_place, per_column), place])
+        doc, tf = np.concatenate([doc, new_indices]), np.concatenate([tf, new_tf])
+        order = np.lexsort((doc, column))
+        return df, doc[order], tf[order]
+    start = np.concatenate([[0], np.cumsum(per_column)])  # each old column's first kept posting
+    column = np.searchsorted(old_place, place)  # a term's old column, or (a new term) the old column after it
+    at = start[column]
+    same = old_place[np.minimum(column, len(old_place) - 1)] == place if len(old_place) else column < 0
+    runs = pairwise([0, *(np.flatnonzero(np.diff(place)) + 1).tolist(), len(place)]) if len(place) else ()
+    for a, z in runs:  # one run of postings per column
+        if same[a]:
+            c = column[a]
+            at[a:z] += np.searchsorted(doc[start[c]:start[c + 1]], new_indices[a:z])
+    return df, np.insert(doc, at, new_indices), np.insert(tf, at, new_tf)

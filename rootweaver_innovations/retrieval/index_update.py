@@ -29,7 +29,6 @@ swap removes the new directory and leaves the old index whole.
 
 from __future__ import annotations
 
-import bisect
 import errno
 import hashlib
 import json
@@ -50,7 +49,8 @@ from rootweaver_innovations.documents.corpus import CorpusError, Passage, meta_s
 from rootweaver_innovations.documents.file_records import FileRecord, read_records, records_bytes, scan_folder
 from rootweaver_innovations.documents.folders import ChunkingSettings, SkippedFile, count_by_reason, passage_record
 from rootweaver_innovations.documents.metadata import MetaSummary
-from rootweaver_innovations.retrieval.bm25_matrix import Vocabulary, count_chunk, save_columns
+from rootweaver_innovations.retrieval.bm25_matrix import (Vocabulary, count_chunk, merge_terms, save_columns,
+                                                          update_postings)
 from rootweaver_innovations.retrieval.index import OpenIndex, PassageStore, open_index
 from rootweaver_innovations.retrieval.dense_index import dense_rows
 from rootweaver_innovations.retrieval.index_build import _documents_meta, _lines, _remove_stale_builds
@@ -254,10 +254,9 @@ def _write_bm25(old: OpenIndex, old_rows: np.ndarray, new_row: np.ndarray, token
                 tmp: Path) -> tuple[int, int, float]:
     """The BM25 files of the updated corpus; vocabulary size, postings and average length.
 
-    The kept postings stay in column order (terms sorted, passages ascending: kept rows keep
-    their order unless a JSONL file was reordered, when every posting is sorted again), so the
-    computed rows' postings are inserted among them, each found by binary search within its
-    term's column; every score is then recomputed, since the passage count and average length moved."""
+    The kept rows' postings are read back with their term counts and the computed rows'
+    added (:func:`~rootweaver_innovations.retrieval.bm25_matrix.update_postings`); every score
+    is then recomputed, since the passage count and average length moved."""
     bm = old.component("bm25")
     indptr = old.bm25.indptr
     tf = np.load(old.path / "bm25" / "tf.npy", mmap_mode="r")
@@ -268,48 +267,12 @@ def _write_bm25(old: OpenIndex, old_rows: np.ndarray, new_row: np.ndarray, token
     f_term, f_doc, f_tf, _ = count_chunk(tokens, vocab, 0)
     known, old_terms = old.bm25.vocab, list(old.bm25.vocab)  # open_index lists vocab.json's terms in column order
     new_terms = sorted(t for t in vocab if t not in known)
-    # each term's place among old and new terms together, both lists sorted
-    before = np.array([bisect.bisect_left(old_terms, t) for t in new_terms], dtype=np.int64)
-    old_place = np.arange(len(old_terms), dtype=np.int64) + np.searchsorted(before, np.arange(len(old_terms)),
-                                                                             side="right")
-    new_place = before + np.arange(len(new_terms), dtype=np.int64)
-    terms = [""] * (len(old_terms) + len(new_terms))
-    for i, t in zip(old_place.tolist(), old_terms):
-        terms[i] = t
-    for i, t in zip(new_place.tolist(), new_terms):
-        terms[i] = t
+    terms, old_place, new_place = merge_terms(old_terms, new_terms)
     new_at = {t: i for i, t in zip(new_place.tolist(), new_terms)}
     place = np.fromiter((new_at[t] if t in new_at else old_place[known[t]] for t in vocab), dtype=np.int64,
                         count=len(vocab))
-
-    doc = new_row[old.bm25.indices]
-    gone = np.flatnonzero(doc < 0)
-    kept_per_term = np.diff(indptr) - np.bincount(np.searchsorted(indptr, gone, side="right") - 1,
-                                                  minlength=len(old_terms))
-    doc, tf = np.delete(doc, gone), np.delete(np.asarray(tf), gone)
-    f_place, f_doc = place[f_term], np.flatnonzero(old_rows < 0)[f_doc]
-    order = np.lexsort((f_doc, f_place))
-    f_place, f_doc, f_tf = f_place[order], f_doc[order], f_tf[order]
-    df = np.zeros(len(terms), dtype=np.int64)
-    df[old_place] = kept_per_term
-    df += np.bincount(f_place, minlength=len(terms))
-    kept = old_rows[old_rows >= 0]
-    if bool((kept[1:] > kept[:-1]).all()):  # kept rows in their old order: each column's passages stay ascending
-        start = np.concatenate([[0], np.cumsum(kept_per_term)])  # each old column's first kept posting
-        column = np.searchsorted(old_place, f_place)  # a term's old column, or (a new term) the old column after it
-        at = start[column]
-        old_term = old_place[np.minimum(column, len(old_place) - 1)] == f_place if len(old_place) else column < 0
-        runs = pairwise([0, *(np.flatnonzero(np.diff(f_place)) + 1).tolist(), len(f_place)]) if len(f_place) else ()
-        for a, z in runs:  # one run of postings per term
-            if old_term[a]:
-                c = column[a]
-                at[a:z] += np.searchsorted(doc[start[c]:start[c + 1]], f_doc[a:z])
-        doc, tf = np.insert(doc, at, f_doc), np.insert(tf, at, f_tf)
-    else:  # a JSONL file's kept records reordered: every posting sorted again
-        term = np.concatenate([np.repeat(old_place, kept_per_term), f_place])
-        doc, tf = np.concatenate([doc, f_doc]), np.concatenate([tf, f_tf])
-        order = np.lexsort((doc, term))
-        doc, tf = doc[order], tf[order]
+    df, doc, tf = update_postings(indptr, old.bm25.indices, tf, new_row, old_place, len(terms), place[f_term],
+                                  np.flatnonzero(old_rows < 0)[f_doc], f_tf)
     alive = np.flatnonzero(df)  # a deleted file's last terms go
     lengths = np.bincount(doc, weights=tf, minlength=len(old_rows)).astype(np.int64)
     save_columns(tmp / "bm25", [terms[i] for i in alive.tolist()], df[alive], doc.astype(np.int32), tf, lengths,
