@@ -13,10 +13,10 @@ float64, their product rounded to float32, and a query's scores summed in float3
 query-term order. A query's scores are therefore bit-identical to
 ``bm25s.BM25(...).get_scores(tokens)`` on the same token lists (the tests check this).
 
-The formula's two parts are written once, here, for every BM25 score the product computes:
-:func:`saturation` (the term-frequency component) and the idf variants (:func:`idf_weights`
-for this matrix, :func:`okapi_idf` for rank-bm25's ``BM25Okapi``, which the packers'
-relevance reproduces).
+The formula's parts are written once, here, for every BM25 score the product computes: the
+term-frequency component (:func:`length_norm` once a passage, then :func:`saturation`) and
+the idf variants (:func:`idf_weights` for this matrix, :func:`okapi_idf` for rank-bm25's
+``BM25Okapi``, which the packers' relevance reproduces).
 
 Building is split in two steps so that it can stream: :func:`count_chunk` turns a chunk
 of token lists into ``(term, passage, tf)`` triples against a growing :class:`Vocabulary`,
@@ -38,8 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["IDFS", "BM25Matrix", "Vocabulary", "build_matrix", "count_chunk", "idf_weights", "merge_terms", "okapi_idf",
-           "saturation", "save_columns", "scatter_scores", "update_postings", "write_bm25"]
+__all__ = ["IDFS", "BM25Matrix", "Vocabulary", "build_matrix", "count_chunk", "idf_weights", "length_norm",
+           "merge_terms", "okapi_idf", "saturation", "save_columns", "scatter_scores", "update_postings", "write_bm25"]
 
 IDFS = ("robertson", "lucene")
 
@@ -144,12 +144,17 @@ def okapi_idf(df: np.ndarray, num_docs: int) -> np.ndarray:
     return np.log(num_docs - df + 0.5) - np.log(df + 0.5)
 
 
-def saturation(tf: np.ndarray, lengths: np.ndarray, avg_length: float, k1: float, b: float) -> np.ndarray:
-    """BM25's term-frequency component ``tf / (k1 * ((1 - b) + b * length / avg_length) + tf)``,
-    float64, in [0, 1): the score of a term is its idf times this (times ``k1 + 1`` in the
-    Okapi form rank-bm25 uses). ``tf`` and ``lengths`` broadcast together (float64 arrays);
-    ``avg_length`` must be > 0."""
-    return tf / (k1 * ((1 - b) + b * lengths / avg_length) + tf)
+def length_norm(lengths: np.ndarray, avg_length: float, k1: float, b: float) -> np.ndarray:
+    """BM25's length part of the saturation, ``k1 * ((1 - b) + b * length / avg_length)``
+    (float64 ``lengths`` in tokens; ``avg_length`` must be > 0), computed once a passage."""
+    return k1 * ((1 - b) + b * lengths / avg_length)
+
+
+def saturation(tf: np.ndarray, norm: np.ndarray) -> np.ndarray:
+    """BM25's term-frequency component ``tf / (norm + tf)``, float64, in [0, 1), with ``norm``
+    the :func:`length_norm` of each count's passage (they broadcast together): the score of a
+    term is its idf times this (times ``k1 + 1`` in the Okapi form rank-bm25 uses)."""
+    return tf / (norm + tf)
 
 
 def scatter_scores(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], df: np.ndarray,
@@ -165,7 +170,7 @@ def scatter_scores(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], 
     np.cumsum(df, out=indptr[1:])
     heads = indptr[:-1].copy()
     idf = idf_weights(df, len(lengths))
-    avg = lengths.mean()
+    norm = length_norm(lengths.astype(np.float64), lengths.mean(), k1, b)
     for term, doc, tf in chunks:
         order = np.argsort(term, kind="stable")  # by term, passages stay ascending
         term, doc, tf = term[order], doc[order], tf[order]
@@ -173,7 +178,7 @@ def scatter_scores(chunks: Iterable[tuple[np.ndarray, np.ndarray, np.ndarray]], 
         first = np.cumsum(counts) - counts
         pos = heads[term] + (np.arange(len(term)) - first[term])
         heads += counts
-        tfc = saturation(tf.astype(np.float64), lengths[doc].astype(np.float64), avg, k1, b)
+        tfc = saturation(tf.astype(np.float64), norm[doc])
         out["indices"][pos] = doc
         if "tf" in out:
             out["tf"][pos] = tf
@@ -243,7 +248,7 @@ def save_columns(directory: Path, terms: Sequence[str], df: np.ndarray, indices:
     token count. Holds the postings in memory (an update has them there); a build streams."""
     indptr = np.zeros(len(df) + 1, dtype=np.int64)
     np.cumsum(df, out=indptr[1:])
-    tfc = saturation(tf.astype(np.float64), lengths[indices].astype(np.float64), lengths.mean(), k1, b)
+    tfc = saturation(tf.astype(np.float64), length_norm(lengths.astype(np.float64), lengths.mean(), k1, b)[indices])
     idf = idf_weights(df, len(lengths))
     np.save(directory / "indices.npy", indices.astype(np.int32, copy=False))
     for name in IDFS:

@@ -19,7 +19,7 @@ import numpy as np
 from rootweaver_innovations.compaction.checks import check_int, check_nonnegative
 from rootweaver_innovations.records import Fact
 from rootweaver_innovations.memo import Memo
-from rootweaver_innovations.retrieval.bm25_matrix import okapi_idf, saturation
+from rootweaver_innovations.retrieval.bm25_matrix import length_norm, okapi_idf, saturation
 from rootweaver_innovations.text import bm25_tokenize
 
 __all__ = ["Candidate", "Header", "fact_candidates", "rank_order"]
@@ -187,7 +187,8 @@ def _okapi(docs: Sequence[_DocTerms], query: Sequence[str]) -> list[float]:
     if (idf[present] < 0).any():
         idf = np.where(idf < 0, OKAPI_EPSILON * _mean_idf(docs), idf)
     lengths = np.array([d.length for d in docs], dtype=np.float64)
-    gain = (OKAPI_K1 + 1) * idf * saturation(tf, lengths[:, None], float(lengths.mean()), OKAPI_K1, OKAPI_B)
+    norm = length_norm(lengths[:, None], float(lengths.mean()), OKAPI_K1, OKAPI_B)
+    gain = (OKAPI_K1 + 1) * idf * saturation(tf, norm)
     column = {t: j for j, t in enumerate(terms)}
     scores = np.zeros(n)
     for term in query:  # summed in query order, once per occurrence
