@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rootweaver_innovations.documents.corpus import Passage
-from rootweaver_innovations.retrieval.bm25_matrix import IDFS, build_matrix
+from rootweaver_innovations.retrieval.bm25_matrix import IDFS, build_matrix, merge_terms, update_postings
 from rootweaver_innovations.retrieval.retrievers import BM25Retriever, rrf_fuse, top_k_indices
 from rootweaver_innovations.text import bm25_tokenize
 
@@ -121,3 +121,47 @@ def test_retriever_row_scores_equal_its_scores_with_the_lucene_fallback(backend,
         rows = [len(passages) - 1, 0, 3, 3]
         assert r.row_scores(query, rows) == r.scores(query)[rows].tolist()
     assert any(BM25Retriever(common, backend=backend).row_scores("acme launch", range(8)))
+
+
+@st.composite
+def _column_edit(draw):
+    """Old CSC postings over ``n`` passages, which passages stay (renumbered, kept in order or
+    not), the merged term list and new postings for the new passages."""
+    n = draw(st.integers(1, 8))
+    old_terms = sorted(draw(st.sets(st.sampled_from("bdfhjlnp"), max_size=6)))
+    cols = [sorted(draw(st.sets(st.integers(0, n - 1), min_size=1, max_size=n))) for _ in old_terms]
+    stay = [p for p in range(n) if draw(st.booleans())]
+    new_count = draw(st.integers(0, 3))
+    order = draw(st.permutations(range(len(stay) + new_count)))  # every row of the edited corpus
+    new_row = np.full(n, -1, dtype=np.int64)
+    new_row[stay] = order[:len(stay)]
+    fresh = order[len(stay):]
+    new_terms = sorted(draw(st.sets(st.sampled_from("acegikmo"), max_size=3)))
+    terms = sorted(old_terms + new_terms)
+    triples = set()
+    for p in fresh if terms else ():
+        triples |= {(draw(st.sampled_from(terms)), p) for _ in range(draw(st.integers(1, 3)))}
+    return old_terms, new_terms, cols, new_row, sorted(triples), terms
+
+
+@given(_column_edit())
+@settings(max_examples=200, deadline=None)
+def test_an_edit_of_the_columns_equals_sorting_every_posting_again(edit):
+    old_terms, new_terms, cols, new_row, triples, terms = edit
+    merged, old_place, new_place = merge_terms(old_terms, new_terms)
+    assert merged == terms
+    assert [merged[i] for i in old_place] == old_terms and [merged[i] for i in new_place] == new_terms
+    indptr = np.cumsum([0, *map(len, cols)]).astype(np.int64)
+    indices = np.array([p for c in cols for p in c], dtype=np.int32)
+    tf = np.arange(1, len(indices) + 1, dtype=np.int32)  # a distinct count per posting, to follow it
+    at = {t: i for i, t in enumerate(terms)}
+    place = np.array([at[t] for t, _ in triples], dtype=np.int64)
+    docs = np.array([p for _, p in triples], dtype=np.int64)
+    new_tf = np.arange(1000, 1000 + len(triples), dtype=np.int32)
+    df, got_docs, got_tf = update_postings(indptr, indices, tf, new_row, old_place, len(terms), place[::-1],
+                                           docs[::-1], new_tf[::-1])
+    want = sorted([(int(old_place[c]), int(new_row[p]), int(tf[indptr[c] + k]))
+                   for c, col in enumerate(cols) for k, p in enumerate(col) if new_row[p] >= 0]
+                  + [(int(t), int(d), int(f)) for t, d, f in zip(place, docs, new_tf)])
+    assert [(d, f) for _, d, f in want] == list(zip(got_docs.tolist(), got_tf.tolist()))
+    assert df.tolist() == [sum(1 for t, _, _ in want if t == i) for i in range(len(terms))]
