@@ -241,18 +241,29 @@ def write_bm25(directory: Path, chunks: Iterable[tuple[np.ndarray, np.ndarray, n
 
 
 def save_columns(directory: Path, terms: Sequence[str], df: np.ndarray, indices: np.ndarray, tf: np.ndarray,
-                 lengths: np.ndarray, k1: float, b: float) -> None:
+                 lengths: np.ndarray, k1: float, b: float, block: int = 1 << 20) -> None:
     """Write the BM25 files as :func:`write_bm25` does (the same bytes) from postings already in
     column order: ``terms`` sorted, ``df[t]`` (> 0) postings of term ``t``, ``indices`` (int32
     passages, ascending within a term) and ``tf`` (int32) aligned, ``lengths`` every passage's
-    token count. Holds the postings in memory (an update has them there); a build streams."""
+    token count. The scores are computed ``block`` postings at a time, straight into the files."""
     indptr = np.zeros(len(df) + 1, dtype=np.int64)
     np.cumsum(df, out=indptr[1:])
-    tfc = saturation(tf.astype(np.float64), length_norm(lengths.astype(np.float64), lengths.mean(), k1, b)[indices])
+    nnz = int(indptr[-1])
     idf = idf_weights(df, len(lengths))
+    norm = length_norm(lengths.astype(np.float64), lengths.mean(), k1, b)
+    out = {name: np.lib.format.open_memmap(directory / f"{name}.npy", "w+", np.float32, (nnz,)) for name in IDFS}
+    for a in range(0, nnz, block):
+        z = min(a + block, nnz)
+        first, last = np.searchsorted(indptr, [a, z - 1], side="right") - 1  # the block's first and last column
+        spans = np.minimum(indptr[first + 1:last + 2], z) - np.maximum(indptr[first:last + 1], a)
+        term = np.repeat(np.arange(first, last + 1), spans)
+        tfc = saturation(tf[a:z].astype(np.float64), norm[indices[a:z]])
+        for name in IDFS:
+            out[name][a:z] = _scores(idf[name][term], tfc)
+    for arr in out.values():
+        arr.flush()
+    del out
     np.save(directory / "indices.npy", indices.astype(np.int32, copy=False))
-    for name in IDFS:
-        np.save(directory / f"{name}.npy", _scores(np.repeat(idf[name], df), tfc))
     np.save(directory / "tf.npy", tf.astype(np.int32, copy=False))
     np.save(directory / "indptr.npy", indptr)
     (directory / "vocab.json").write_text(json.dumps(list(terms), ensure_ascii=False), encoding="utf-8")
@@ -282,11 +293,13 @@ def update_postings(indptr: np.ndarray, indices: np.ndarray, tf: np.ndarray, new
     none of them duplicating a kept one) are added. Returns ``(df, indices, tf)``, passages
     ascending within each column. When the kept passages keep their order, each new run of a
     column is placed by one binary search within it; otherwise every posting is sorted again."""
-    doc = new_row[indices]
-    gone = np.flatnonzero(doc < 0)
+    doc = new_row.astype(np.int32)[indices]
+    keep = doc >= 0
+    gone = np.flatnonzero(~keep)
     per_column = np.diff(indptr) - np.bincount(np.searchsorted(indptr, gone, side="right") - 1,
                                                minlength=len(old_place))
-    doc, tf = np.delete(doc, gone), np.delete(np.asarray(tf), gone)
+    if len(gone):
+        doc, tf = doc[keep], np.asarray(tf)[keep]
     order = np.lexsort((new_indices, place))
     place, new_indices, new_tf = place[order], new_indices[order], new_tf[order]
     df = np.zeros(num_terms, dtype=np.int64)

@@ -275,8 +275,7 @@ def _write_bm25(old: OpenIndex, old_rows: np.ndarray, new_row: np.ndarray, token
                                   np.flatnonzero(old_rows < 0)[f_doc], f_tf)
     alive = np.flatnonzero(df)  # a deleted file's last terms go
     lengths = np.bincount(doc, weights=tf, minlength=len(old_rows)).astype(np.int64)
-    save_columns(tmp / "bm25", [terms[i] for i in alive.tolist()], df[alive], doc.astype(np.int32), tf, lengths,
-                 bm["k1"], bm["b"])
+    save_columns(tmp / "bm25", [terms[i] for i in alive.tolist()], df[alive], doc, tf, lengths, bm["k1"], bm["b"])
     return len(alive), len(doc), float(lengths.mean())
 
 

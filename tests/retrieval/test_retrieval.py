@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rootweaver_innovations.documents.corpus import Passage
-from rootweaver_innovations.retrieval.bm25_matrix import IDFS, build_matrix, merge_terms, update_postings
+from rootweaver_innovations.retrieval.bm25_matrix import (IDFS, Vocabulary, build_matrix, count_chunk, merge_terms,
+                                                          save_columns, update_postings, write_bm25)
 from rootweaver_innovations.retrieval.retrievers import BM25Retriever, rrf_fuse, top_k_indices
 from rootweaver_innovations.text import bm25_tokenize
 
@@ -165,3 +166,24 @@ def test_an_edit_of_the_columns_equals_sorting_every_posting_again(edit):
                   + [(int(t), int(d), int(f)) for t, d, f in zip(place, docs, new_tf)])
     assert [(d, f) for _, d, f in want] == list(zip(got_docs.tolist(), got_tf.tolist()))
     assert df.tolist() == [sum(1 for t, _, _ in want if t == i) for i in range(len(terms))]
+
+
+@given(st.lists(st.lists(st.sampled_from("abcdefgh"), min_size=1, max_size=9), min_size=1, max_size=12),
+       st.integers(1, 9))
+@settings(max_examples=60, deadline=None)
+def test_columns_saved_in_blocks_are_the_bytes_a_build_writes(docs, block):
+    import tempfile
+    from pathlib import Path
+
+    vocab = Vocabulary()
+    term, doc, tf, lengths = count_chunk(docs, vocab, 0)
+    df = np.bincount(term, minlength=len(vocab))
+    with tempfile.TemporaryDirectory() as tmp:
+        built, saved = Path(tmp, "built"), Path(tmp, "saved")
+        built.mkdir(), saved.mkdir()
+        write_bm25(built, [(term, doc, tf)], df, lengths, list(vocab), 1.5, 0.75)
+        indptr = np.load(built / "indptr.npy")
+        save_columns(saved, sorted(vocab), np.diff(indptr), np.load(built / "indices.npy"), np.load(built / "tf.npy"),
+                     lengths, 1.5, 0.75, block=block)
+        for f in sorted(p.name for p in built.iterdir()):
+            assert (built / f).read_bytes() == (saved / f).read_bytes(), f
