@@ -46,11 +46,12 @@ MODELS_DIR_ENV = "ROOTWEAVER_MODELS_DIR"
 XLLAMACPP_PIN = "xllamacpp==2026.10.11549"  # extra 'reader': prebuilt, the default runtime
 LLAMA_CPP_PIN = "llama-cpp-python[server]==0.3.36"  # extra 'reader-compiled'; [server]: scripts/local_reader.py
 # llama-cpp-python compiles llama.cpp. The default native build dies with "Illegal instruction"
-# on VMs whose CPU reports AMX but does not enable it; these flags target plain AVX2 machines.
+# on VMs whose CPU reports AMX but does not enable it; these flags target plain AVX2 machines,
+# and LLAVA_BUILD=OFF skips the multimodal library the text reader never loads.
 # The README's compiled install passes the same string (tests/readers/test_reader_models.py checks it).
 LLAMA_CPP_CMAKE_ARGS = (
     "-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON "
-    "-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+    "-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAVA_BUILD=OFF"
 )
 
 
