@@ -119,11 +119,11 @@ def _covers(ids: list[str], gold: frozenset[str], *, records: dict[str, dict], w
 
 
 def _ask(question: str, index: Path, max_passages: int, conventions: str, mode: str = DEFAULT_RETRIEVER_MODE,
-         reader: str = "none") -> dict:
+         reader: str = "none", extra: Sequence[str] = ()) -> dict:
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
         code = rootweaver(["ask", question, "--index", str(index), "--reader", reader, "--json",
-                           "--max-passages", str(max_passages), "--conventions", conventions, "--retriever", mode])
+                           "--max-passages", str(max_passages), "--conventions", conventions, "--retriever", mode, *extra])
     if code != 0:
         raise RuntimeError(f"rootweaver ask exited {code} on {question!r}")
     return json.loads(out.getvalue())

@@ -169,10 +169,11 @@ def _named_read(facets, question: str, files: Sequence[str], row_file: list[str]
 
 def run(questions: Sequence[NewsQuestion], *, max_passages: int = 10, conventions: str = DEFAULT_CONVENTIONS,
         mode: str = DEFAULT_RETRIEVER_MODE, reader: str = "none", n_resamples: int = 10_000, seed: int = 0,
-        answers: Path | None = None) -> dict:
+        answers: Path | None = None, ask_args: Sequence[str] = ()) -> dict:
     """Index the bundled articles and ask ``questions`` with retriever ``mode`` and ``reader``;
     the report (see the module docstring). ``answers``: a JSONL file to write each question's
-    id, type, gold answer, answer, method and whether it is right."""
+    id, type, gold answer, answer, method and whether it is right; ``ask_args``: more
+    ``rootweaver ask`` options (``--mode answer``, ``--max-tokens 400``)."""
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder, index = Path(tmp) / "articles", Path(tmp) / "articles.idx"
@@ -192,7 +193,7 @@ def run(questions: Sequence[NewsQuestion], *, max_passages: int = 10, convention
         opened = open_index(index)
         singles = {m: opened.retriever(m) for m in (RETRIEVER_MODES if opened.dense is not None else ("bm25",))}
         for q in questions:
-            d = _ask(q.question, index, max_passages, conventions, mode, reader)
+            d = _ask(q.question, index, max_passages, conventions, mode, reader, ask_args)
             ids = list(dict.fromkeys(pid for hop in d["hops"] for pid in hop["retrieved_ids"]))
             answer = d["answer"]["text"]
             if answers is not None:
@@ -224,17 +225,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--max-passages", type=int, default=10, help="ask --max-passages")
     p.add_argument("--retriever", choices=RETRIEVER_MODES, default=DEFAULT_RETRIEVER_MODE, help="ask --retriever")
     p.add_argument("--reader", choices=("none", "local"), default="none", help="ask --reader")
-    p.add_argument("--limit", type=int, help="the first N questions only")
+    p.add_argument("--types", help="comma-separated question types to ask (default: all of "
+                   f"{','.join(TYPES)})")
+    p.add_argument("--limit", type=int, help="the first N questions (of those types) only")
+    p.add_argument("--mode", choices=("answer", "evidence"), help="ask --mode (default: the product's)")
+    p.add_argument("--max-tokens", type=int, help="ask --max-tokens, the synth-context budget (default: the product's)")
     p.add_argument("--resamples", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--answers", type=Path, help="append each question's answer and score to this JSONL file")
     args = p.parse_args(argv)
-    questions = load_questions(args.limit)
+    types = args.types.split(",") if args.types else list(TYPES)
+    if unknown := sorted(set(types) - set(TYPES)):
+        p.error(f"--types: unknown type {unknown[0]!r}; choose from {', '.join(TYPES)}")
+    questions = [q for q in load_questions() if q.type in types][:args.limit]
+    ask_args = [*(["--mode", args.mode] if args.mode else []),
+                *(["--max-tokens", str(args.max_tokens)] if args.max_tokens else [])]
     print(json.dumps({"data": "evals/data/multihoprag (development half)", "questions": len(questions),
                       "conventions": args.conventions, "max_passages": args.max_passages,
                       **run(questions, max_passages=args.max_passages, conventions=args.conventions,
                             mode=args.retriever, reader=args.reader, n_resamples=args.resamples, seed=args.seed,
-                            answers=args.answers)}, indent=2))
+                            answers=args.answers, ask_args=ask_args)}, indent=2))
     return 0
 
 

@@ -39,3 +39,17 @@ def test_the_command_line_prints_one_json_report(capsys):
     assert main(["--limit", "2", "--max-passages", "3", "--resamples", "50"]) == 0
     out = capsys.readouterr().out
     assert '"questions": 2' in out and '"max_passages": 3' in out and '"conventions": "wikipedia"' in out
+
+
+def test_the_command_line_asks_only_the_types_named(capsys):
+    assert main(["--types", "temporal_query", "--limit", "1", "--max-passages", "3", "--resamples", "50",
+                 "--max-tokens", "80"]) == 0
+    report = capsys.readouterr().out
+    assert '"questions": 1' in report and '"temporal_query"' in report and '"inference_query"' not in report
+
+
+def test_an_unknown_question_type_is_one_line_and_exit_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--types", "temporal_query,opinion_query"])
+    assert exc.value.code == 2
+    assert "--types: unknown type 'opinion_query'; choose from inference_query" in capsys.readouterr().err
