@@ -239,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.error(f"--types: unknown type {unknown[0]!r}; choose from {', '.join(TYPES)}")
     questions = [q for q in load_questions() if q.type in types][:args.limit]
     ask_args = [*(["--mode", args.mode] if args.mode else []),
-                *(["--max-tokens", str(args.max_tokens)] if args.max_tokens else [])]
+                *(["--max-tokens", str(args.max_tokens)] if args.max_tokens is not None else [])]
     print(json.dumps({"data": "evals/data/multihoprag (development half)", "questions": len(questions),
                       "conventions": args.conventions, "max_passages": args.max_passages,
                       **run(questions, max_passages=args.max_passages, conventions=args.conventions,
