@@ -37,7 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
+from rootweaver_capabilities.cli.argtypes import positive_int
 from rootweaver_capabilities.cli.main import main as rootweaver
+from rootweaver_capabilities.readers.prompts import MODES
 from rootweaver_innovations.compaction.budget import default_token_counter
 from rootweaver_innovations.defaults import (BUILTIN_CONVENTIONS, DEFAULT_CONVENTIONS, DEFAULT_RETRIEVER_MODE,
                                              RETRIEVER_MODES)
@@ -227,9 +229,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--reader", choices=("none", "local"), default="none", help="ask --reader")
     p.add_argument("--types", help="comma-separated question types to ask (default: all of "
                    f"{','.join(TYPES)})")
-    p.add_argument("--limit", type=int, help="the first N questions (of those types) only")
-    p.add_argument("--mode", choices=("answer", "evidence"), help="ask --mode (default: the product's)")
-    p.add_argument("--max-tokens", type=int, help="ask --max-tokens, the synth-context budget (default: the product's)")
+    p.add_argument("--limit", type=positive_int, help="the first N questions (of those types) only")
+    p.add_argument("--mode", choices=sorted(MODES), help="ask --mode (default: the product's)")
+    p.add_argument("--max-tokens", type=positive_int,
+                   help="ask --max-tokens, the synth-context budget (default: the product's)")
     p.add_argument("--resamples", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--answers", type=Path, help="append each question's answer and score to this JSONL file")

@@ -53,3 +53,12 @@ def test_an_unknown_question_type_is_one_line_and_exit_2(capsys):
         main(["--types", "temporal_query,opinion_query"])
     assert exc.value.code == 2
     assert "--types: unknown type 'opinion_query'; choose from inference_query" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option", ["--max-tokens", "--limit"])
+def test_a_count_that_is_not_positive_is_one_line_and_exit_2(option, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([option, "0"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{option}: must be > 0, got 0" in err and "Traceback" not in err

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -172,9 +175,6 @@ def test_an_edit_of_the_columns_equals_sorting_every_posting_again(edit):
        st.integers(1, 9))
 @settings(max_examples=60, deadline=None)
 def test_columns_saved_in_blocks_are_the_bytes_a_build_writes(docs, block):
-    import tempfile
-    from pathlib import Path
-
     vocab = Vocabulary()
     term, doc, tf, lengths = count_chunk(docs, vocab, 0)
     df = np.bincount(term, minlength=len(vocab))
