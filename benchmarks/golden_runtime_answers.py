@@ -35,7 +35,10 @@ def answer(python: str, config: Path, question: str) -> str:
     """The answer text of one ``rootweaver ask --json`` in a new process."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     out = subprocess.run([python, "-m", "rootweaver_capabilities.cli.main", "ask", question, "--json",
-                          "--config", str(config)], capture_output=True, text=True, env=env, check=True)
+                          "--config", str(config)], capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        sys.exit(f"{python}: rootweaver ask exited {out.returncode} on {question!r}: {last}")
     return json.loads(out.stdout)["answer"]["text"]
 
 
