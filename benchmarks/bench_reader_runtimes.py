@@ -3,6 +3,7 @@ through the product's own runtime code (rootweaver_capabilities.readers.runtimes
 
     python benchmarks/bench_reader_runtimes.py              # idle
     python benchmarks/bench_reader_runtimes.py --busy 2     # beside two busy processes
+    python benchmarks/bench_reader_runtimes.py --flash-attention off
 
 Each runtime runs in its own child process (they are interleaved: A B A B ...), loads the
 model and answers ``--rounds`` chat prompts of about 1,000 tokens (45 numbered facts, a
@@ -36,14 +37,15 @@ def messages(r: int) -> list[dict[str, str]]:
                                         "\nAnswer:"}]
 
 
-def child(runtime: str, model: str, threads: int, rounds: int, first: int) -> dict:
+def child(runtime: str, model: str, threads: int, rounds: int, first: int, flash_attention: bool) -> dict:
     from pathlib import Path
 
     from rootweaver_capabilities.readers.chat import render_chatml
     from rootweaver_capabilities.readers.runtimes import load_runtime
 
     start = time.perf_counter()
-    loaded = load_runtime(runtime, Path(os.path.expanduser(model)), n_ctx=2048, n_threads=threads)
+    loaded = load_runtime(runtime, Path(os.path.expanduser(model)), n_ctx=2048, n_threads=threads,
+                          flash_attention=flash_attention)
     load = time.perf_counter() - start
     seconds, answers = [], []
     for r in range(first, first + rounds):
@@ -66,11 +68,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="answers per child process")
     ap.add_argument("--pairs", type=int, default=2, help="child processes per runtime, interleaved")
     ap.add_argument("--busy", type=int, default=0, help="busy processes beside the benchmark")
+    ap.add_argument("--flash-attention", choices=("on", "off"), default="on", help="llm.flash_attention (default on)")
     ap.add_argument("--child", choices=(BASELINE, CANDIDATE), help=argparse.SUPPRESS)
     ap.add_argument("--first", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.child, args.model, args.threads, args.rounds, args.first)))
+        print(json.dumps(child(args.child, args.model, args.threads, args.rounds, args.first,
+                               args.flash_attention == "on")))
         return 0
     busy = _busy(args.busy)
     results: dict[str, list[dict]] = {BASELINE: [], CANDIDATE: []}
@@ -78,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
         for pair in range(args.pairs):
             for runtime in (BASELINE, CANDIDATE):
                 cmd = [sys.executable, __file__, "--child", runtime, "--model", args.model, "--threads",
-                       str(args.threads), "--rounds", str(args.rounds), "--first", str(pair * args.rounds)]
+                       str(args.threads), "--rounds", str(args.rounds), "--first", str(pair * args.rounds),
+                       "--flash-attention", args.flash_attention]
                 done = subprocess.run(cmd, capture_output=True, text=True, check=True)
                 res = json.loads(done.stdout.strip().splitlines()[-1])
                 results[runtime].append(res)
@@ -91,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     medians = {rt: statistics.median(s for res in runs for s in res["seconds"]) for rt, runs in results.items()}
     same = sum(a == b for x, y in zip(results[BASELINE], results[CANDIDATE]) for a, b in zip(x["answers"], y["answers"]))
     total = sum(len(res["answers"]) for res in results[BASELINE])
-    print(f"busy processes {args.busy}, load average {os.getloadavg()[0]:.2f}; answers equal {same}/{total}")
+    print(f"flash attention {args.flash_attention}, busy processes {args.busy}, "
+          f"load average {os.getloadavg()[0]:.2f}; answers equal {same}/{total}")
     for rt in (BASELINE, CANDIDATE):
         print(f"{rt:17s} median {medians[rt]:.2f} s per answer = {medians[rt] / medians[BASELINE]:.3f}x "
               f"{BASELINE}; median load {statistics.median(r['load_s'] for r in results[rt]):.2f} s")

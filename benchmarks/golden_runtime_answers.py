@@ -3,10 +3,12 @@ questions through ``rootweaver ask --json``, once per runtime.
 
     python benchmarks/golden_runtime_answers.py                        # both runtimes
     python benchmarks/golden_runtime_answers.py --python-for llama-cpp-python=/other/venv/bin/python
+    python benchmarks/golden_runtime_answers.py --flash-attention off  # llm.flash_attention: false
 
 Each question is asked in a process of its own (no prompt cache carried over), with a
-config file that sets only ``llm.provider: local`` and ``llm.runtime``; everything else is
-the product's default. ``--python-for RUNTIME=PYTHON`` runs that runtime's questions with
+config file that sets only ``llm.provider: local``, ``llm.runtime`` and
+``llm.flash_attention``; everything else is the product's default. ``--python-for
+RUNTIME=PYTHON`` runs that runtime's questions with
 another interpreter (a venv where it is installed); this checkout comes first on its
 ``PYTHONPATH`` so both run the same code. Prints, per runtime, the answers that are exact
 matches of the gold answer, then how many answers are equal across the runtimes and each
@@ -46,6 +48,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--python-for", action="append", default=[], metavar="RUNTIME=PYTHON")
     ap.add_argument("--questions", type=positive_int, default=None, help="the first N golden questions only")
+    ap.add_argument("--flash-attention", choices=("on", "off"), default="on", help="llm.flash_attention (default on)")
     args = ap.parse_args()
     python = dict.fromkeys(RUNTIMES, sys.executable)
     for item in args.python_for:
@@ -58,7 +61,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for runtime in RUNTIMES:
             config = Path(tmp) / f"{runtime}.yaml"
-            config.write_text(f"llm:\n  provider: local\n  runtime: {runtime}\n", encoding="utf-8")
+            config.write_text(f"llm:\n  provider: local\n  runtime: {runtime}\n"
+                              f"  flash_attention: {str(args.flash_attention == 'on').lower()}\n", encoding="utf-8")
             answers[runtime] = [answer(python[runtime], config, q.question) for q in questions]
             right = sum(exact_match(a, q.answer) for a, q in zip(answers[runtime], questions) if q.answer)
             print(f"{runtime}: {right:.0f} of {len(questions)} exact matches of the gold answer", flush=True)

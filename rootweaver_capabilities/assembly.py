@@ -124,7 +124,8 @@ def build_synthesizer(config: MultiHopConfig, compactor: Compactor | None = None
             raise ValueError(f"llm.provider is 'local' but the embedded reader (runtime {cfg.runtime}) is not "
                              f"installed: {INSTALL_HINT}")
         client = LlamaCppChatClient(cfg.model_path, model=cfg.model, context_window=cfg.context_window,
-                                    max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s, runtime=cfg.runtime)
+                                    max_tokens=cfg.max_tokens, timeout_s=cfg.timeout_s, runtime=cfg.runtime,
+                                    flash_attention=cfg.flash_attention)
     else:
         client = OpenAIChatClient(
             cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s,

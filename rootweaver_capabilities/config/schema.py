@@ -256,6 +256,8 @@ class LLMConfig:
     runtime: str = knob("auto", "str", "provider local: the llama.cpp runtime: auto (llama-cpp-python when installed, "
                         "else xllamacpp) | xllamacpp (prebuilt wheel, extra 'reader') | llama-cpp-python "
                         "(compiles, extra 'reader-compiled').", choices=("auto", *READER_RUNTIMES))
+    flash_attention: bool = knob(True, "bool", "provider local: llama.cpp's flash attention. On is the faster "
+                                 "setting on both runtimes; off makes their answers identical (see docs/llm.md).")
     mode: str = knob("evidence", "str", "Prompt: evidence (answer + cited line numbers, JSON) | answer "
                      "(answer only).", choices=("answer", "evidence"))
     api_key_env: str | None = knob("ROOTWEAVER_LLM_API_KEY", "env",

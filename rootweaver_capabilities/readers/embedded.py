@@ -44,7 +44,7 @@ __all__ = ["LlamaCppChatClient"]
 
 _LLM = LLMConfig()  # the reader's defaults: the config schema's
 
-_Key = tuple[str, str, int, int]  # runtime, path, n_ctx, n_threads
+_Key = tuple[str, str, int, int, bool]  # runtime, path, n_ctx, n_threads, flash attention
 _models: dict[_Key, Runtime] = {}
 _model_locks: dict[_Key, threading.Lock] = {}
 _load_lock = threading.Lock()
@@ -61,17 +61,19 @@ def _close_models() -> None:
                 _models.pop(key).close()
 
 
-def _load(runtime: str, path: Path, n_ctx: int, n_threads: int) -> tuple[Runtime, threading.Lock]:
-    """The process-wide model for ``(runtime, path, n_ctx, n_threads)`` and its call lock.
+def _load(runtime: str, path: Path, n_ctx: int, n_threads: int,
+          flash_attention: bool) -> tuple[Runtime, threading.Lock]:
+    """The process-wide model for ``(runtime, path, n_ctx, n_threads, flash_attention)`` and its call lock.
 
     ``OMP_WAIT_POLICY`` defaults to ``PASSIVE`` (an explicit setting wins): llama.cpp's
     OpenMP threads otherwise spin between steps, and on 2 cores shared with other work
     that cost about 45% of prompt throughput (300-token prompts: 30-41 s spinning,
     18-19 s passive, measured on this project's VM)."""
-    key = (runtime, str(path), n_ctx, n_threads)
+    key = (runtime, str(path), n_ctx, n_threads, flash_attention)
     with _load_lock:
         if key not in _models:
-            _models[key] = load_runtime(runtime, path, n_ctx=n_ctx, n_threads=n_threads)
+            _models[key] = load_runtime(runtime, path, n_ctx=n_ctx, n_threads=n_threads,
+                                        flash_attention=flash_attention)
             _model_locks[key] = threading.Lock()
         return _models[key], _model_locks[key]
 
@@ -84,7 +86,7 @@ class LlamaCppChatClient:
     ``n_ctx`` the model is loaded with; ``max_tokens`` is reserved for the answer unless a
     call passes its own; ``timeout_s`` is the deadline of a call outside an outer one.
     ``runtime`` is ``auto`` or a name in :data:`~rootweaver_capabilities.readers.runtimes.RUNTIMES`;
-    ``n_threads`` defaults to the CPU count. Raises ``ValueError`` on bad sizes; the model
+    ``n_threads`` defaults to the CPU count; ``flash_attention`` is ``llm.flash_attention``. Raises ``ValueError`` on bad sizes; the model
     is not touched until the first call.
     """
 
@@ -100,6 +102,7 @@ class LlamaCppChatClient:
         timeout_s: float = _LLM.timeout_s,
         runtime: str = _LLM.runtime,
         n_threads: int | None = None,
+        flash_attention: bool = _LLM.flash_attention,
     ):
         if context_window < 1 or not 0 < max_tokens < context_window:
             raise ValueError(
@@ -114,10 +117,11 @@ class LlamaCppChatClient:
         self.timeout_s = timeout_s
         self.runtime = runtime
         self.n_threads = n_threads or os.cpu_count() or 1
+        self.flash_attention = flash_attention
 
     def _loaded(self) -> tuple[Runtime, threading.Lock]:
         path = self.model_path if self.model_path is not None else ensure_model(DEFAULT_READER)
-        return _load(self.runtime, path, self.context_window, self.n_threads)
+        return _load(self.runtime, path, self.context_window, self.n_threads, self.flash_attention)
 
     def load(self) -> None:
         """Assemble (first use) and load the model now instead of at the first call."""

@@ -33,6 +33,16 @@ __all__ = ["RUNTIMES", "Generated", "Runtime", "installed_runtime", "load_runtim
 RUNTIMES = READER_RUNTIMES  # the order "auto" tries them in (see the config schema)
 _MODULES = {"xllamacpp": "xllamacpp", "llama-cpp-python": "llama_cpp"}
 _START, _STOP = "<|im_start|>", "<|im_end|>"
+# Both runtimes evaluate prompts in batches of this many tokens, with flash attention as
+# ``llm.flash_attention`` says, rather than at their differing defaults (llama-cpp-python:
+# 512, off; xllamacpp's server: 2,048, "auto"). On is faster on both; off, the two compute the
+# same logits and give the same answers (docs/llm.md, the runtimes).
+_N_BATCH = 512
+# What xllamacpp evaluates at load to check that the model takes the tokenizer's ids. It shares
+# no first token with a chat prompt (which opens with _START), so the first question starts from
+# an empty cache, as on llama-cpp-python: a cached prefix evaluated in another batch moves
+# near-tie logits and with them the answer.
+_PROBE = f"ok{_STOP}\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +78,9 @@ def installed_runtime(name: str = "auto") -> str | None:
     return next((n for n in names if n in _MODULES and importlib.util.find_spec(_MODULES[n]) is not None), None)
 
 
-def load_runtime(name: str, path: Path, *, n_ctx: int, n_threads: int) -> Runtime:
-    """Load the GGUF file at ``path`` on runtime ``name``; ``auto`` takes the first installed
+def load_runtime(name: str, path: Path, *, n_ctx: int, n_threads: int, flash_attention: bool = True) -> Runtime:
+    """Load the GGUF file at ``path`` on runtime ``name`` (prompts evaluated in batches of 512
+    tokens, flash attention on or off as asked); ``auto`` takes the first installed
     runtime of :data:`RUNTIMES` that accepts the model (xllamacpp refuses a vocabulary other
     than its tokenizer's), and raises the first refusal when none does."""
     if name != "auto" and name not in RUNTIMES:
@@ -81,7 +92,8 @@ def load_runtime(name: str, path: Path, *, n_ctx: int, n_threads: int) -> Runtim
     refusals: list[ValueError] = []
     for candidate in names:
         try:
-            return (_XLlamaCpp if candidate == "xllamacpp" else _LlamaCppPython)(path, n_ctx, n_threads)
+            return (_XLlamaCpp if candidate == "xllamacpp" else _LlamaCppPython)(path, n_ctx, n_threads,
+                                                                                  flash_attention)
         except ImportError:
             raise ReaderNotInstalledError(f"the reader runtime {candidate} is not installed: {INSTALL_HINT}") from None
         except ValueError as exc:
@@ -92,7 +104,7 @@ def load_runtime(name: str, path: Path, *, n_ctx: int, n_threads: int) -> Runtim
 class _XLlamaCpp:
     name = "xllamacpp"
 
-    def __init__(self, path: Path, n_ctx: int, n_threads: int):
+    def __init__(self, path: Path, n_ctx: int, n_threads: int, flash_attention: bool):
         import xllamacpp
 
         from rootweaver_capabilities.readers.token_count import TOKENIZER_ENV
@@ -101,12 +113,12 @@ class _XLlamaCpp:
         params = xllamacpp.CommonParams()
         params.model.path = str(path)
         params.n_ctx, params.n_parallel, params.verbosity = n_ctx, 1, -1
+        params.n_batch, params.flash_attn_type = _N_BATCH, int(flash_attention)  # 0 off, 1 on (-1 "auto")
         params.cpuparams.n_threads = params.cpuparams_batch.n_threads = n_threads
         self._server: Any = xllamacpp.Server(params)
         tokenizer = os.environ.get(TOKENIZER_ENV) or None
         self._tokenizer = QwenTokenCounter(tokenizer) if tokenizer else default_token_counter()
-        probe = self._server.handle_completions({"prompt": self.tokenize(f"{_START}user\nok{_STOP}\n"),
-                                                 "max_tokens": 1})
+        probe = self._server.handle_completions({"prompt": self.tokenize(_PROBE), "max_tokens": 1})
         if "error" in probe:  # the ids are not this model's: it would read garbage or refuse every prompt
             raise ValueError(
                 f"{path.name}: the xllamacpp runtime tokenizes with {tokenizer or 'the Qwen2.5 tokenizer'} and "
@@ -153,10 +165,11 @@ class _XLlamaCpp:
 class _LlamaCppPython:
     name = "llama-cpp-python"
 
-    def __init__(self, path: Path, n_ctx: int, n_threads: int):
+    def __init__(self, path: Path, n_ctx: int, n_threads: int, flash_attention: bool):
         from llama_cpp import Llama
 
-        self._llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, verbose=False)
+        self._llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, n_batch=_N_BATCH,
+                            flash_attn=flash_attention, verbose=False)
 
     def tokenize(self, text: str) -> list[int]:
         return self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)

@@ -94,3 +94,15 @@ def test_every_reader_fits_its_window_with_the_configured_strategy():
                                           "llm": {"provider": "openai", "base_url": "http://127.0.0.1:9/v1"}})
     assert isinstance(build_synthesizer(config).compactor.compactor, LineCompactor)
     assert isinstance(build_rag(config, retriever=object()).synthesizer.compactor.compactor, LineCompactor)
+
+
+@pytest.mark.parametrize("flash", [True, False])
+def test_the_embedded_reader_gets_the_configured_flash_attention(flash):
+    from rootweaver_capabilities.assembly import build_synthesizer
+    from rootweaver_capabilities.readers.runtimes import installed_runtime
+
+    if installed_runtime("auto") is None:
+        pytest.skip("no llama.cpp runtime installed (extra 'reader')")
+    config = MultiHopConfig.from_mapping({"llm": {"provider": "local", "flash_attention": flash}})
+    client = build_synthesizer(config).client  # the model is not loaded until the first call
+    assert client.flash_attention is flash and client.runtime == "auto"

@@ -48,3 +48,16 @@ def test_a_runtime_that_is_not_installed_says_how_to_install_the_reader(monkeypa
     with pytest.raises(ReaderNotInstalledError, match=rf"^the reader runtime {runtime} is not installed: "
                                                       r'pip install "rootweaver\[reader\]"'):
         load_runtime(runtime, Path("model.gguf"), n_ctx=512, n_threads=1)
+
+
+def test_the_load_probe_shares_no_first_token_with_a_chat_prompt():
+    # xllamacpp caches the probe; a question that reused its first token would be evaluated
+    # differently from llama-cpp-python's fresh context (and could answer differently)
+    from rootweaver_capabilities.readers.chat import render_chatml
+    from rootweaver_capabilities.readers.runtimes import _PROBE
+    from rootweaver_innovations.compaction.budget import default_token_counter
+
+    ids = default_token_counter().ids
+    prompt = ids(render_chatml([{"role": "system", "content": "Answer."}, {"role": "user", "content": "ok"}]))
+    assert ids(_PROBE)[1] == prompt[5] == 151645  # it checks a special id, <|im_end|>
+    assert ids(_PROBE)[0] != prompt[0]
