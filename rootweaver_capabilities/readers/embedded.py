@@ -86,8 +86,8 @@ class LlamaCppChatClient:
     ``n_ctx`` the model is loaded with; ``max_tokens`` is reserved for the answer unless a
     call passes its own; ``timeout_s`` is the deadline of a call outside an outer one.
     ``runtime`` is ``auto`` or a name in :data:`~rootweaver_capabilities.readers.runtimes.RUNTIMES`;
-    ``n_threads`` defaults to the CPU count; ``flash_attention`` is ``llm.flash_attention``. Raises ``ValueError`` on bad sizes; the model
-    is not touched until the first call.
+    ``n_threads`` defaults to the CPU count; ``flash_attention`` is ``llm.flash_attention``.
+    Raises ``ValueError`` on bad sizes; the model is not touched until the first call.
     """
 
     transport = "local"

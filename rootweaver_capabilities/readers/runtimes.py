@@ -78,7 +78,7 @@ def installed_runtime(name: str = "auto") -> str | None:
     return next((n for n in names if n in _MODULES and importlib.util.find_spec(_MODULES[n]) is not None), None)
 
 
-def load_runtime(name: str, path: Path, *, n_ctx: int, n_threads: int, flash_attention: bool = True) -> Runtime:
+def load_runtime(name: str, path: Path, *, n_ctx: int, n_threads: int, flash_attention: bool) -> Runtime:
     """Load the GGUF file at ``path`` on runtime ``name`` (prompts evaluated in batches of 512
     tokens, flash attention on or off as asked); ``auto`` takes the first installed
     runtime of :data:`RUNTIMES` that accepts the model (xllamacpp refuses a vocabulary other

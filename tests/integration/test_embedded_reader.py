@@ -89,7 +89,7 @@ def test_generation_stops_at_the_deadline_and_degrades(client):
 def test_xllamacpp_refuses_a_model_whose_vocabulary_is_not_its_tokenizers():
     assert installed_runtime("xllamacpp") and MODEL_PATH.is_file()
     with pytest.raises(ValueError, match=r"rejects its ids .*ROOTWEAVER_TOKENIZER_JSON.*llama-cpp-python"):
-        load_runtime("xllamacpp", MODEL_PATH, n_ctx=512, n_threads=1)
+        load_runtime("xllamacpp", MODEL_PATH, n_ctx=512, n_threads=1, flash_attention=True)
 
 
 def test_ask_with_the_local_reader_prints_its_answer(capsys):

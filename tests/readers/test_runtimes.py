@@ -24,7 +24,7 @@ def test_auto_with_no_runtime_installed_says_how_to_install_one(monkeypatch):
     monkeypatch.setattr(runtimes, "installed_runtime", lambda name="auto": None)
     with pytest.raises(ReaderNotInstalledError, match=r'^no llama.cpp runtime for the embedded reader is installed: '
                                                       r'pip install "rootweaver\[reader\]"'):
-        load_runtime("auto", Path("model.gguf"), n_ctx=512, n_threads=1)
+        load_runtime("auto", Path("model.gguf"), n_ctx=512, n_threads=1, flash_attention=True)
 
 
 def test_installed_runtime_answers_none_for_a_missing_or_unknown_package(monkeypatch):
@@ -39,7 +39,7 @@ def test_installed_runtime_answers_none_for_a_missing_or_unknown_package(monkeyp
 def test_an_unknown_runtime_is_one_line_naming_the_choices():
     with pytest.raises(ValueError, match=r"^unknown reader runtime 'vllm'; expected auto or one of: "
                                          r"llama-cpp-python, xllamacpp$"):
-        load_runtime("vllm", Path("model.gguf"), n_ctx=512, n_threads=1)
+        load_runtime("vllm", Path("model.gguf"), n_ctx=512, n_threads=1, flash_attention=True)
 
 
 @pytest.mark.parametrize("runtime, module", [("xllamacpp", "xllamacpp"), ("llama-cpp-python", "llama_cpp")])
@@ -47,7 +47,7 @@ def test_a_runtime_that_is_not_installed_says_how_to_install_the_reader(monkeypa
     monkeypatch.setitem(sys.modules, module, None)  # import raises ImportError
     with pytest.raises(ReaderNotInstalledError, match=rf"^the reader runtime {runtime} is not installed: "
                                                       r'pip install "rootweaver\[reader\]"'):
-        load_runtime(runtime, Path("model.gguf"), n_ctx=512, n_threads=1)
+        load_runtime(runtime, Path("model.gguf"), n_ctx=512, n_threads=1, flash_attention=True)
 
 
 def test_the_load_probe_shares_no_first_token_with_a_chat_prompt():
