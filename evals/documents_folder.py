@@ -41,7 +41,7 @@ import numpy as np
 
 from rootweaver_capabilities.cli.main import main as rootweaver
 from rootweaver_innovations.defaults import (BUILTIN_CONVENTIONS, DEFAULT_CONVENTIONS, DEFAULT_RETRIEVER_MODE,
-                                             RETRIEVER_MODES)
+                                             RETRIEVER_CHOICES)
 from rootweaver_innovations.compaction.budget import default_token_counter
 from rootweaver_innovations.documents.corpus import passage_from_object
 from evals.diagnostics import answer_in_context, paired_bootstrap_ci
@@ -144,7 +144,7 @@ def run(rows, *, layouts: Sequence[str] = LAYOUTS, chunk_tokens: int = 128, max_
             index = Path(tmp) / f"{layout}.idx"
             started = time.perf_counter()
             with contextlib.redirect_stdout(io.StringIO()):
-                dense = ["--dense"] if mode != "bm25" else []
+                dense = ["--dense"] if mode in ("dense", "hybrid") else []
                 if rootweaver(["index", "build", str(corpus), "--out", str(index), "--chunk-tokens", str(chunk_tokens),
                                "--conventions", conventions, *dense]) != 0:
                     raise RuntimeError(f"index build failed for {layout}")
@@ -223,7 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--chunk-tokens", type=int, default=128, help="index build --chunk-tokens for the folders")
     p.add_argument("--conventions", choices=BUILTIN_CONVENTIONS, default=DEFAULT_CONVENTIONS,
                    help="index build / ask --conventions")
-    p.add_argument("--retriever", choices=RETRIEVER_MODES, default=DEFAULT_RETRIEVER_MODE, help="ask --retriever")
+    p.add_argument("--retriever", choices=RETRIEVER_CHOICES, default=DEFAULT_RETRIEVER_MODE, help="ask --retriever")
     p.add_argument("--resamples", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)

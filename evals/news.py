@@ -42,7 +42,7 @@ from rootweaver_capabilities.cli.main import main as rootweaver
 from rootweaver_capabilities.readers.prompts import MODES
 from rootweaver_innovations.compaction.budget import default_token_counter
 from rootweaver_innovations.defaults import (BUILTIN_CONVENTIONS, DEFAULT_CONVENTIONS, DEFAULT_RETRIEVER_MODE,
-                                             RETRIEVER_MODES)
+                                             RETRIEVER_CHOICES, RETRIEVER_MODES)
 from rootweaver_innovations.documents.corpus import read_jsonl
 from rootweaver_innovations.loop.result import INSUFFICIENT_INFORMATION
 from rootweaver_innovations.retrieval.index import open_index
@@ -225,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--conventions", choices=BUILTIN_CONVENTIONS, default=DEFAULT_CONVENTIONS,
                    help="index build / ask --conventions")
     p.add_argument("--max-passages", type=int, default=10, help="ask --max-passages")
-    p.add_argument("--retriever", choices=RETRIEVER_MODES, default=DEFAULT_RETRIEVER_MODE, help="ask --retriever")
+    p.add_argument("--retriever", choices=RETRIEVER_CHOICES, default=DEFAULT_RETRIEVER_MODE, help="ask --retriever")
     p.add_argument("--reader", choices=("none", "local"), default="none", help="ask --reader")
     p.add_argument("--types", help="comma-separated question types to ask (default: all of "
                    f"{','.join(TYPES)})")

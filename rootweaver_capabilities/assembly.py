@@ -37,7 +37,7 @@ def _log_skip(skipped: SkippedFile) -> None:
 
 def build_retriever(cfg: RetrieverConfig, on_skip: Callable[[SkippedFile], None] = _log_skip, *,
                     conventions: str | None = None) -> Retriever:
-    """The retriever of ``cfg.mode`` (BM25, dense or hybrid:
+    """The retriever of ``cfg.mode`` (auto, BM25, dense or hybrid:
     :func:`~rootweaver_innovations.retrieval.modes.with_mode`) over the index ``cfg.index``
     (memory-mapped; checked against ``cfg.corpus`` when that is set too), else over ``cfg.corpus``
     (a JSONL file, or a folder of documents chunked by ``cfg.chunking``: each file it skips goes
@@ -54,7 +54,7 @@ def build_retriever(cfg: RetrieverConfig, on_skip: Callable[[SkippedFile], None]
     if cfg.backend == "sphinxql":
         from rootweaver_capabilities.cluster.sphinxql import SphinxQLRetriever
 
-        if cfg.mode != "bm25":
+        if cfg.mode in ("dense", "hybrid"):
             note("retriever.mode %s: the sphinxql backend searches with BM25 alone", cfg.mode)
         return SphinxQLRetriever(cfg.sphinxql)
     if cfg.index is not None:

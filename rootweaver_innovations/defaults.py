@@ -10,10 +10,12 @@ under these names, in this order.
 
 from __future__ import annotations
 
-__all__ = ["ANSWERABILITY_THRESHOLD", "BUDGET_UNIT", "BUILTIN_CONVENTIONS", "BUILTIN_STRATEGIES", "CHUNK_TOKENS",
-           "DEFAULT_ANSWER_RULES", "DEFAULT_BUDGET_TOKENS", "DEFAULT_CONVENTIONS", "DEFAULT_RETRIEVER_MODE", "DEFAULT_STRATEGY",
-           "INDEX_CHUNK_PASSAGES", "LINE_STRATEGY", "MAX_FILE_BYTES", "MAX_HOPS", "MAX_INPUT_CHARS", "MAX_INPUT_LINES",
-           "MAX_PASSAGES", "MAX_RECORD_BYTES", "OVERLAP_TOKENS", "PACKING_STRATEGIES", "PASSAGES_PER_HOP", "RETRIEVER_MODES", "STOP_RULE"]
+__all__ = ["ANSWERABILITY_THRESHOLD", "AUTO_RETRIEVER", "BUDGET_UNIT", "BUILTIN_CONVENTIONS",
+           "BUILTIN_STRATEGIES", "CHUNK_TOKENS", "DEFAULT_ANSWER_RULES", "DEFAULT_BUDGET_TOKENS",
+           "DEFAULT_CONVENTIONS", "DEFAULT_RETRIEVER_MODE", "DEFAULT_STRATEGY", "INDEX_CHUNK_PASSAGES",
+           "LINE_STRATEGY", "MAX_FILE_BYTES", "MAX_HOPS", "MAX_INPUT_CHARS", "MAX_INPUT_LINES",
+           "MAX_PASSAGES", "MAX_RECORD_BYTES", "OVERLAP_TOKENS", "PACKING_STRATEGIES", "PASSAGES_PER_HOP",
+           "RETRIEVER_CHOICES", "RETRIEVER_MODES", "STOP_RULE"]
 
 # corpus reading and chunking
 MAX_RECORD_BYTES = 1 << 20  # the default per-record (per-line) limit: 1 MiB
@@ -24,7 +26,9 @@ INDEX_CHUNK_PASSAGES = 20_000  # build_index's chunk_size: passages parsed and t
 
 # retrieval (retrieval.modes)
 RETRIEVER_MODES = ("bm25", "dense", "hybrid")  # what every hop searches with
-DEFAULT_RETRIEVER_MODE = "bm25"
+AUTO_RETRIEVER = "auto"  # hybrid over an index that holds embeddings, else bm25
+RETRIEVER_CHOICES = (AUTO_RETRIEVER, *RETRIEVER_MODES)  # retriever.mode's values
+DEFAULT_RETRIEVER_MODE = AUTO_RETRIEVER
 
 # the hop loop (MultiHopRAG)
 MAX_HOPS = 10  # most retrieval hops per question

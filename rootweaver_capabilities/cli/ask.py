@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rootweaver_innovations.defaults import BUILTIN_STRATEGIES, RETRIEVER_MODES
+from rootweaver_innovations.defaults import BUILTIN_STRATEGIES, RETRIEVER_CHOICES
 
 from rootweaver_capabilities.cli.argtypes import UsageError, positive_int
 from rootweaver_capabilities.cli.options import chunking_options, conventions_option, knob_option
@@ -173,8 +173,9 @@ def add_ask_parser(sub: Any) -> None:
                      "(.txt, .md, .html, .pdf; default: the bundled demo corpus); with --index: the JSONL file "
                      "the index must have been built from")
     ask.add_argument("--index", type=Path, help="index directory from `rootweaver index build`, memory-mapped")
-    knob_option(ask, "--retriever", "retriever.mode", choices=RETRIEVER_MODES,
-                help="what every hop searches with (dense and hybrid need the dense extra)")
+    knob_option(ask, "--retriever", "retriever.mode", choices=RETRIEVER_CHOICES,
+                help="what every hop searches with; auto: hybrid over an index built with --dense, else bm25 "
+                "(dense and hybrid need the dense extra)")
     conventions_option(ask)
     knob_option(ask, "--compaction", "compaction.strategy", choices=("off", *BUILTIN_STRATEGIES),
                 help="synth-context compaction; off = the full context")

@@ -131,13 +131,13 @@ class ChunkingConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetrieverConfig:
-    """The hop retriever: BM25, dense or both fused (``mode``) over a built index, a JSONL corpus,
+    """The hop retriever: BM25, dense or both fused (``mode``; ``auto`` picks by the index) over a built index, a JSONL corpus,
     or the bundled demo corpus; or a Manticore/Sphinx cluster (``backend: sphinxql``, BM25 only)."""
 
-    mode: str = knob(defaults.DEFAULT_RETRIEVER_MODE, "str", "What every hop searches with: bm25, dense "
-                     "(all-MiniLM-L6-v2 embeddings, extra dense) or hybrid (both, reciprocal rank fusion). Without "
-                     "the extra, or over an index built without embeddings, BM25 alone with a one-line note.",
-                     choices=defaults.RETRIEVER_MODES)
+    mode: str = knob(defaults.DEFAULT_RETRIEVER_MODE, "str", "What every hop searches with: auto (hybrid over an "
+                     "index built with --dense, else bm25), bm25, dense (all-MiniLM-L6-v2 embeddings, extra dense) or "
+                     "hybrid (both, reciprocal rank fusion). Dense or hybrid without the extra, or over an index built "
+                     "without embeddings: BM25 alone with a one-line note.", choices=defaults.RETRIEVER_CHOICES)
     backend: str = knob("bm25s", "str", "BM25 implementation, or sphinxql: a Manticore Search / Sphinx "
                         "cluster (see retriever.sphinxql).", choices=_BACKENDS)
     corpus: str | None = knob(

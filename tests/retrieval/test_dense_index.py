@@ -62,6 +62,17 @@ def test_each_mode_searches_the_saved_rows_and_keeps_the_loop_s_indexes(docs, tm
     assert len(rows) == 3 and scores == sorted(scores, reverse=True)
 
 
+def test_auto_is_hybrid_over_saved_embeddings_and_bm25_without_them_with_no_note(docs, tmp_path, embedder):
+    build_index(docs, tmp_path / "dense", embedder=embedder)
+    build_index(docs, tmp_path / "lex")
+    notes: list[str] = []
+    assert isinstance(open_index(tmp_path / "dense").retriever("auto", on_note=notes.append), HybridRetriever)
+    assert isinstance(open_index(tmp_path / "lex").retriever("auto", on_note=notes.append), BM25Retriever)
+    lexical = BM25Retriever(_passages())
+    assert with_mode("auto", lexical, on_note=notes.append) is lexical  # in memory: nothing embedded at start
+    assert notes == []
+
+
 def test_an_index_without_embeddings_searches_with_bm25_and_says_so_in_one_line(docs, tmp_path):
     build_index(docs, tmp_path / "idx")
     notes: list[str] = []
@@ -80,7 +91,7 @@ def test_without_the_extra_a_mode_falls_back_to_bm25_with_a_note(monkeypatch):
     assert with_mode("dense", lexical, on_note=notes.append) is lexical
     assert notes == ["retriever.mode dense: the dense extra is not installed, searching with BM25 alone "
                      "(pip install 'rootweaver[dense]')"]
-    with pytest.raises(ValueError, match="unknown retriever mode 'vector'; choose one of bm25, dense, hybrid"):
+    with pytest.raises(ValueError, match="unknown retriever mode 'vector'; choose one of auto, bm25, dense, hybrid"):
         with_mode("vector", lexical)
 
 
@@ -126,11 +137,14 @@ def test_the_command_line_builds_embeddings_and_asks_with_each_mode(docs, tmp_pa
     assert main(["index", "build", str(docs), "--out", str(tmp_path / "idx"), "--dense"]) == 0
     assert "embedded by all-MiniLM-L6-v2" in capsys.readouterr().out
     answers = {}
-    for mode in ("bm25", "dense", "hybrid"):
+    for mode in ("bm25", "dense", "hybrid", "auto"):
         assert main(["ask", "Who was the vizier of Ebla?", "--index", str(tmp_path / "idx"), "--reader", "none",
                      "--json", "--retriever", mode]) == 0
         answers[mode] = json.loads(capsys.readouterr().out)
     assert all(a["hops"] for a in answers.values())
+    assert main(["ask", "Who was the vizier of Ebla?", "--index", str(tmp_path / "idx"), "--reader", "none",
+                 "--json"]) == 0
+    assert answers["auto"] == answers["hybrid"] == json.loads(capsys.readouterr().out)  # auto is the default
     assert main(["index", "build", str(docs), "--out", str(tmp_path / "lex")]) == 0
     capsys.readouterr()
     assert main(["ask", "Who was the vizier of Ebla?", "--index", str(tmp_path / "lex"), "--reader", "none",
