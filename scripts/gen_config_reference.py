@@ -29,13 +29,14 @@ COMMAND = "python scripts/gen_config_reference.py"
 
 INTRO = f"""\
 The capability reads one YAML file: `rootweaver serve --config FILE`, `rootweaver mcp --config FILE`,
-`rootweaver batch --config FILE` and `rootweaver ask --config FILE` (the services default to the
-shipped `configs/retrieval/multi_hop.yaml`, which sets every key to its default). Every key is
-optional: a missing key takes its default, while an unknown key, a wrong type, an impossible value or
-a file that does not exist is refused at start with one line naming the file and the dotted key.
-Secrets never go in the file: a key ending in `_env` names the environment variable that holds the
-secret. The options of `rootweaver ask` and `rootweaver index build` that stand for a key take their
-default from here too. This page is generated from the schema by
+`rootweaver batch --config FILE` and `rootweaver ask --config FILE`. Without `--config`, every key
+takes its default, the values `configs/retrieval/multi_hop.yaml` spells out (no file is read, so
+the commands work from any directory). Every key is optional: a missing key takes its default, while
+an unknown key, a wrong type, an impossible value or a file that does not exist is refused at start
+with one line naming the file and the dotted key. Secrets never go in the file: a key ending in
+`_env` names the environment variable that holds the secret. The options of `rootweaver ask` and
+`rootweaver index build` that stand for a key have the defaults below; `ask --config FILE` takes
+every setting from the file and refuses those options. This page is generated from the schema by
 `{COMMAND}`; do not edit it by hand.
 """
 

@@ -191,7 +191,3 @@ def _run_local(mapping: dict[str, Any], source: str, chunks: list[list[tuple[str
             for fut in finished:
                 deliver(fut.result())
 
-
-def load_config(path: Path | None) -> MultiHopConfig:
-    """``--config FILE`` of ``ask`` and ``batch``: that YAML (as ``serve`` reads it), or every default."""
-    return MultiHopConfig() if path is None else MultiHopConfig.from_yaml(path)

@@ -144,14 +144,15 @@ def _cmd_ask(args: argparse.Namespace) -> int:
 def _ask_configured(args: argparse.Namespace, question: str) -> int:
     """``ask --config FILE``: the YAML decides retriever, loop, compaction and reader, so the
     options that would also decide them are refused; the record is ``batch``'s."""
-    from rootweaver_capabilities.batch.run import answer_question, load_config
+    from rootweaver_capabilities.batch.run import answer_question
+    from rootweaver_capabilities.config import MultiHopConfig
     from rootweaver_capabilities.capability import MultiHopCapability
 
     given = [f"--{k.replace('_', '-')}" for k, v in vars(args).items()
              if k in _CONFIGURED_BY_FILE and v != _ASK_DEFAULTS[k]]
     if given:
         raise UsageError(f"--config FILE sets the retriever, loop and reader; drop {', '.join(given)}")
-    d = answer_question(MultiHopCapability(load_config(args.config)), question)
+    d = answer_question(MultiHopCapability(MultiHopConfig.load(args.config)), question)
     if args.json:
         print(json_text(d, indent=2))
     else:

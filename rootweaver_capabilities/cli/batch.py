@@ -17,11 +17,12 @@ __all__ = ["add_batch_parser"]
 
 def _cmd_batch(args: argparse.Namespace) -> int:
     """Run the batch; exit 0 when every question is answered, 1 when some failed (rerun to retry)."""
-    from rootweaver_capabilities.batch.run import BatchInputError, load_config, run_batch
+    from rootweaver_capabilities.batch.run import BatchInputError, run_batch
+    from rootweaver_capabilities.config import MultiHopConfig
 
     if args.ray is not None and args.ray != "auto" and ":" not in args.ray:
         raise BatchInputError(f"--ray must be 'auto' or HOST:PORT of a Ray cluster, got {args.ray!r}")
-    config = load_config(args.config)
+    config = MultiHopConfig.load(args.config)
     s = run_batch(args.questions, args.out, config, workers=args.workers, ray_address=args.ray, chunk=args.chunk,
                   show_progress=not args.quiet)
     lost = f", {s.lost_workers} worker(s) lost, {s.resubmitted} chunk(s) resubmitted" if s.lost_workers else ""

@@ -13,12 +13,10 @@ from rootweaver_innovations.defaults import BUILTIN_CONVENTIONS, DEFAULT_CONVENT
 from rootweaver_capabilities.cli.argtypes import UsageError, positive_int
 from rootweaver_capabilities.config.reference import find_knob
 
-__all__ = ["SHIPPED_CONFIG", "api_key_options", "chunking_options", "conventions_option", "knob_option",
+__all__ = ["api_key_options", "chunking_options", "conventions_option", "knob_option",
            "service_config_option", "service_keys"]
 
 _KEY_OPTIONS = ("api_key_file", "api_key", "insecure_no_key")
-
-SHIPPED_CONFIG = Path("configs/retrieval/multi_hop.yaml")
 
 
 def knob_option(parser: Any, flag: str, key: str, *, help: str | None = None, **kwargs: Any) -> argparse.Action:
@@ -41,9 +39,9 @@ def chunking_options(parser: argparse.ArgumentParser) -> None:
 
 
 def service_config_option(parser: argparse.ArgumentParser) -> None:
-    """``--config FILE`` of the long-running services (``serve``, ``mcp``): the shipped config by default."""
-    parser.add_argument("--config", type=Path, default=SHIPPED_CONFIG,
-                        help="the capability YAML (default %(default)s)")
+    """``--config FILE`` of the long-running services (``serve``, ``mcp``); not given: every default."""
+    parser.add_argument("--config", type=Path, help="the capability YAML (default: every default, as "
+                        "configs/retrieval/multi_hop.yaml sets them)")
 
 
 def conventions_option(parser: argparse.ArgumentParser) -> None:

@@ -36,7 +36,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from rootweaver_capabilities.config import MultiHopConfig
     from rootweaver_capabilities.metrics import Metrics
 
-    config = MultiHopConfig.from_yaml(args.config)
+    config = MultiHopConfig.load(args.config)
     synthesizer = build_synthesizer(config)  # a missing reader fails here, once, exit 2
     if hasattr(synthesizer, "load"):  # tokenizer / model loaded before the first request's deadline
         synthesizer.load()

@@ -373,6 +373,13 @@ class MultiHopConfig:
 
         return cls.from_mapping(read_yaml(Path(path)), source=str(path))
 
+    @classmethod
+    def load(cls, path: str | Path | None) -> MultiHopConfig:
+        """A command's ``--config``: the YAML file at ``path``, or every default when ``None``
+        (what the shipped ``configs/retrieval/multi_hop.yaml`` sets, read from no file, so a
+        command works from any directory)."""
+        return cls() if path is None else cls.from_yaml(path)
+
     def to_mapping(self) -> dict[str, Any]:
         """Plain nested dict of every knob (no ``source``), YAML/JSON-serialisable."""
         return to_mapping(self)

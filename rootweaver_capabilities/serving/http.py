@@ -296,18 +296,19 @@ def create_app(config: MultiHopConfig, api_keys: Sequence[str] = ()) -> FastAPI:
 
 
 def app_from_env() -> FastAPI:
-    """The app for the config file named by ``$ROOTWEAVER_SERVICE_CONFIG`` and the keys in
+    """The app for the config file named by ``$ROOTWEAVER_SERVICE_CONFIG`` (empty: every default) and the keys in
     ``$ROOTWEAVER_SERVICE_KEYS`` (one a line) (uvicorn's factory in each worker)."""
-    return create_app(MultiHopConfig.from_yaml(os.environ[CONFIG_ENV]), os.environ.get(KEYS_ENV, "").split())
+    return create_app(MultiHopConfig.load(os.environ.get(CONFIG_ENV) or None), os.environ.get(KEYS_ENV, "").split())
 
 
-def run(config_path: Path, host: str, port: int, workers: int = 1, api_keys: Sequence[str] = ()) -> None:
+def run(config_path: Path | None, host: str, port: int, workers: int = 1, api_keys: Sequence[str] = ()) -> None:
     """Serve on ``host:port`` until SIGINT/SIGTERM; ``workers`` > 1 forks that many processes
     (each opens the memory-mapped index and loads the reader before it accepts requests, and
-    gets the config file and the keys through its environment)."""
+    gets the config file and the keys through its environment); ``config_path`` ``None``: every
+    default."""
     import uvicorn
 
-    config = MultiHopConfig.from_yaml(config_path)  # a bad config fails here, once, before any worker starts
+    config = MultiHopConfig.load(config_path)  # a bad config fails here, once, before any worker starts
     build_synthesizer(config)  # likewise a reader that is not installed
     if config.llm.provider == "local" and config.llm.model_path is None:
         from rootweaver_capabilities.readers.models import DEFAULT_READER, ensure_model
@@ -317,6 +318,6 @@ def run(config_path: Path, host: str, port: int, workers: int = 1, api_keys: Seq
     if workers == 1:
         uvicorn.run(create_app(config, api_keys), **common)
     else:
-        os.environ[CONFIG_ENV] = str(config_path.resolve())
+        os.environ[CONFIG_ENV] = "" if config_path is None else str(config_path.resolve())
         os.environ[KEYS_ENV] = "\n".join(api_keys)
         uvicorn.run(f"{__name__}:app_from_env", factory=True, workers=workers, **common)

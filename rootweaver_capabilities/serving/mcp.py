@@ -107,10 +107,10 @@ def build_server(config: MultiHopConfig, host: str = "127.0.0.1", port: int = 80
     return server
 
 
-def run(config_path: Path, http: tuple[str, int] | None = None, api_keys: Sequence[str] = ()) -> None:
+def run(config_path: Path | None, http: tuple[str, int] | None = None, api_keys: Sequence[str] = ()) -> None:
     """Serve over stdio, or over streamable HTTP at ``http = (host, port)`` (needing one of
-    ``api_keys`` when there are any), until stopped."""
-    config = MultiHopConfig.from_yaml(config_path)
+    ``api_keys`` when there are any), until stopped; ``config_path`` ``None``: every default."""
+    config = MultiHopConfig.load(config_path)
     if http is None:
         build_server(config).run("stdio")
         return

@@ -108,9 +108,10 @@ def test_serve_answers_stdin_and_exposes_metrics(monkeypatch, capsys):
     server.close()
 
 
-def test_serve_prints_answer_method_and_cited_lines_beside_the_metadata(monkeypatch, capsys):
+def test_serve_prints_answer_method_and_cited_lines_beside_the_metadata(monkeypatch, capsys, tmp_path):
     import io
 
+    monkeypatch.chdir(tmp_path)  # without --config, every default: no file is read, from any directory
     monkeypatch.setattr("sys.stdin", io.StringIO("In what 2 countries did both X-Large and A Bathing Ape have stores?\n"))
     assert main(["serve"]) == 0
     (line,) = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
