@@ -21,7 +21,8 @@ def _citation(f: Fact) -> dict[str, Any]:
     out: dict[str, Any] = {"passage_id": f.passage_id, "title": f.title, "sentence_index": f.sentence_index,
                            "sentence": f.body}
     if f.source is not None:
-        out["source"] = {"path": f.source.path, "headings": list(f.source.headings), "position": f.source.position}
+        out["source"] = {"path": f.source.path, "headings": list(f.source.headings), "position": f.source.position,
+                         "prev": f.source.prev, "next": f.source.next}
         if f.meta is not None:
             out["source"]["meta"] = f.meta.to_json()
     elif f.meta is not None:
@@ -33,8 +34,8 @@ def answer_record(answer: Answer | None) -> dict[str, Any] | None:
     """``{"text", "method", "cited_lines", "citations", "reader", "error_kind", "error",
     "prompt_tokens"}`` of one answer (this request's own outcome; ``cited_lines`` the cited
     facts' context lines, ``citations`` the same facts as ``{passage_id, title,
-    sentence_index, sentence}``, plus ``source`` ``{path, headings, position}`` for a chunk of a
-    document, with ``meta`` (its metadata: title, source, published, author, url, extra)
+    sentence_index, sentence}``, plus ``source`` ``{path, headings, position, prev, next}`` for a
+    chunk of a document (``prev``/``next``: the ids of the chunks before and after it, or null), with ``meta`` (its metadata: title, source, published, author, url, extra)
     when it has any, and ``meta`` beside them for a JSONL record with metadata of its own;
     ``reader`` the model asked, ``"none"`` when no model was
     (extractive or computed answers); ``error_kind`` ``None`` unless the reader failed and the

@@ -9,7 +9,7 @@ Routes (JSON unless said otherwise):
   (:mod:`~rootweaver_capabilities.serving.stream`);
 - ``GET /``: the page that asks the stream and shows why (:mod:`~rootweaver_capabilities.serving.page`),
   its files under ``/static/``;
-- ``GET /healthz``: 200 once the index and the reader are loaded (they load before serving),
+- ``GET`` (or ``HEAD``) ``/healthz``: 200 once the index and the reader are loaded (they load before serving),
   with ``auth`` ``"bearer"`` when a key is needed;
 - ``GET /metrics``: Prometheus text (this worker's registry); ``GET /openapi.json``.
 
@@ -92,6 +92,8 @@ class SourceRecord(BaseModel):
     path: str
     headings: list[str]
     position: int
+    prev: str | None = Field(None, description="The id of the chunk before this one in its document, if any.")
+    next: str | None = Field(None, description="The id of the chunk after this one in its document, if any.")
     meta: MetaRecord | None = None
 
 
@@ -276,7 +278,7 @@ def create_app(config: MultiHopConfig, api_keys: Sequence[str] = ()) -> FastAPI:
         return StreamingResponse(events, media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
-    @app.get("/healthz")
+    @app.api_route("/healthz", methods=["GET", "HEAD"])
     async def healthz() -> JSONResponse:
         """200 ``{"status": "ok", ...}`` once the index and the reader are loaded, else 503."""
         answerer = state.get("answerer")

@@ -57,7 +57,8 @@ class ToolAnswer(BaseModel):
     cited_lines: list[str] = Field(description="The synth-context lines the answer cites.")
     citations: list[dict[str, Any]] = Field(description=(
         "The cited facts: passage_id, title, sentence_index, sentence, and for a document's chunk its source "
-        "(path, headings, position, meta: title, source, published, author, url); as in `ask --json`."))
+        "(path, headings, position, prev, next: the neighbouring chunks' ids, meta: title, source, published, "
+        "author, url); as in `ask --json`."))
     hops: list[HopTrail] = Field(description="The retrieval hops, in order.")
     stop_reason: str = Field(description="Why the hop loop stopped.")
     reader_error: str | None = Field(description="Why the reader failed when the answer degraded to extractive.")

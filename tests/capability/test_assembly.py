@@ -106,3 +106,15 @@ def test_the_embedded_reader_gets_the_configured_flash_attention(flash):
     config = MultiHopConfig.from_mapping({"llm": {"provider": "local", "flash_attention": flash}})
     client = build_synthesizer(config).client  # the model is not loaded until the first call
     assert client.flash_attention is flash and client.runtime == "auto"
+
+
+def test_a_citation_of_a_chunk_names_the_chunks_before_and_after_it():
+    from rootweaver_capabilities.result_json import answer_record
+    from rootweaver_innovations.documents.corpus import Source
+    from rootweaver_innovations.records import Fact
+
+    chunk = Fact("notes.md#1", "Notes", "The harbour reopened in May.", 0,
+                 source=Source("notes.md", ("Harbour",), 1, prev="notes.md#0", next="notes.md#2"))
+    (cited,) = answer_record(Answer("May", (chunk,)))["citations"]
+    assert cited["source"] == {"path": "notes.md", "headings": ["Harbour"], "position": 1,
+                               "prev": "notes.md#0", "next": "notes.md#2"}

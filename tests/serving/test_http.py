@@ -58,7 +58,7 @@ def test_citations_carry_the_source_and_metadata_of_a_document(tmp_path):
         record = client.post("/v1/ask", json={"question": "Who rebuilt the harbour of Velmora?"}).json()
     cited = record["answer"]["citations"][0]
     assert cited["source"] == {"path": "harbour.html", "headings": ["The Velmora harbour"], "position": 0,
-                               "meta": {"title": "The Velmora harbour", "source": "Coastal Courier",
+                               "prev": None, "next": None, "meta": {"title": "The Velmora harbour", "source": "Coastal Courier",
                                         "published": "2023-10-06T21:31:00+02:00", "author": "Ines Halvorsen",
                                         "url": "https://courier.example/velmora-harbour"}}
     assert "meta" not in cited and record["answer"]["text"] == "Tomas Brandt"
@@ -148,6 +148,8 @@ def test_a_client_that_leaves_mid_stream_does_not_hurt_the_server(server):
 def test_healthz_metrics_openapi(server):
     health = httpx.get(f"{server}/healthz").json()
     assert health["status"] == "ok" and health["reader"] == "none"
+    head = httpx.head(f"{server}/healthz")  # a load balancer's probe
+    assert head.status_code == 200 and head.content == b""
     httpx.post(f"{server}/v1/ask", json={"question": DEMO}, timeout=30)
     metrics = httpx.get(f"{server}/metrics").text
     assert 'multi_hop_requests_total{status="executed"}' in metrics
