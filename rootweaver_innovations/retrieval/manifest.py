@@ -162,9 +162,12 @@ def read_manifest(path: str | Path, conventions: str | None = None) -> IndexMani
     :class:`IndexFormatError` naming the manifest (or ``path``) otherwise."""
     path = Path(path)
     where = path / MANIFEST
+    if not path.exists():
+        raise IndexFormatError(f"{path}: no such index (the directory does not exist); "
+                               "build one with `rootweaver index build CORPUS --out DIR`")
     if not where.is_file():
         raise IndexFormatError(f"{path}: not a rootweaver index (no {MANIFEST}); "
-                               "build one with `rootweaver index build CORPUS.jsonl --out DIR`")
+                               "build one with `rootweaver index build CORPUS --out DIR`")
     try:
         if where.stat().st_size > 1 << 20:
             raise ValueError("larger than 1 MiB")

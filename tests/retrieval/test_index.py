@@ -302,6 +302,7 @@ def test_cli_index_build_info_and_ask(tmp_path, capsys):
     (["index", "build", "{other}", "--out", "{idx}"], "already exists"),
     (["index", "build", "{tmp}/missing.jsonl", "--out", "{tmp}/x"], "file not found"),
     (["index", "info", "{tmp}"], "not a rootweaver index"),
+    (["ask", "q?", "--index", "{tmp}/nope.idx"], "nope.idx: no such index (the directory does not exist)"),
 ])
 def test_cli_index_errors_are_one_line_exit_2(demo_index, tmp_path, capsys, argv, msg):
     other = _write_corpus(tmp_path / "other.jsonl", [("A", "b")])
@@ -325,5 +326,5 @@ def test_capability_answers_from_a_configured_index(demo_index, golden_questions
         runs.append({k: v for k, v in ctx.metadata["multi_hop"].items() if k != "compaction_latency_ms"})  # a clock
     assert runs[0] == runs[1]
     bad = MultiHopCapability(MultiHopConfig.from_mapping({"retriever": {"index": str(demo_index / "nope")}}))
-    with pytest.raises(IndexFormatError, match="not a rootweaver index"):
+    with pytest.raises(IndexFormatError, match="nope: no such index"):
         bad.execute(RequestContext(query=question))
