@@ -35,8 +35,9 @@ def answer_record(answer: Answer | None) -> dict[str, Any] | None:
     "prompt_tokens"}`` of one answer (this request's own outcome; ``cited_lines`` the cited
     facts' context lines, ``citations`` the same facts as ``{passage_id, title,
     sentence_index, sentence}``, plus ``source`` ``{path, headings, position, prev, next}`` for a
-    chunk of a document (``prev``/``next``: the ids of the chunks before and after it, or null), with ``meta`` (its metadata: title, source, published, author, url, extra)
-    when it has any, and ``meta`` beside them for a JSONL record with metadata of its own;
+    chunk of a document (``prev``/``next``: the ids of the chunks before and after it, or null),
+    with ``meta`` (its metadata: title, source, published, author, url, extra) when it has any,
+    and ``meta`` beside them for a JSONL record with metadata of its own;
     ``reader`` the model asked, ``"none"`` when no model was
     (extractive or computed answers); ``error_kind`` ``None`` unless the reader failed and the
     answer degraded to the extractive one); ``None`` without a synthesizer."""

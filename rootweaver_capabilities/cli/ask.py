@@ -145,8 +145,8 @@ def _ask_configured(args: argparse.Namespace, question: str) -> int:
     """``ask --config FILE``: the YAML decides retriever, loop, compaction and reader, so the
     options that would also decide them are refused; the record is ``batch``'s."""
     from rootweaver_capabilities.batch.run import answer_question
-    from rootweaver_capabilities.config import MultiHopConfig
     from rootweaver_capabilities.capability import MultiHopCapability
+    from rootweaver_capabilities.config import MultiHopConfig
 
     given = [f"--{k.replace('_', '-')}" for k, v in vars(args).items()
              if k in _CONFIGURED_BY_FILE and v != _ASK_DEFAULTS[k]]

@@ -131,8 +131,9 @@ class ChunkingConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetrieverConfig:
-    """The hop retriever: BM25, dense or both fused (``mode``; ``auto`` picks by the index) over a built index, a JSONL corpus,
-    or the bundled demo corpus; or a Manticore/Sphinx cluster (``backend: sphinxql``, BM25 only)."""
+    """The hop retriever: BM25, dense or both fused (``mode``; ``auto`` picks by the index) over a
+    built index, a JSONL corpus, or the bundled demo corpus; or a Manticore/Sphinx cluster
+    (``backend: sphinxql``, BM25 only)."""
 
     mode: str = knob(defaults.DEFAULT_RETRIEVER_MODE, "str", "What every hop searches with: auto (hybrid over an "
                      "index built with --dense, else bm25), bm25, dense (all-MiniLM-L6-v2 embeddings, extra dense) or "

@@ -9,8 +9,8 @@ Routes (JSON unless said otherwise):
   (:mod:`~rootweaver_capabilities.serving.stream`);
 - ``GET /``: the page that asks the stream and shows why (:mod:`~rootweaver_capabilities.serving.page`),
   its files under ``/static/``;
-- ``GET`` (or ``HEAD``) ``/healthz``: 200 once the index and the reader are loaded (they load before serving),
-  with ``auth`` ``"bearer"`` when a key is needed;
+- ``GET`` (or ``HEAD``) ``/healthz``: 200 once the index and the reader are loaded (they load
+  before serving), with ``auth`` ``"bearer"`` when a key is needed;
 - ``GET /metrics``: Prometheus text (this worker's registry); ``GET /openapi.json``.
 
 With API keys (:mod:`~rootweaver_capabilities.serving.auth`) every route but ``GET /healthz``,
@@ -298,9 +298,10 @@ def create_app(config: MultiHopConfig, api_keys: Sequence[str] = ()) -> FastAPI:
 
 
 def app_from_env() -> FastAPI:
-    """The app for the config file named by ``$ROOTWEAVER_SERVICE_CONFIG`` (empty: every default) and the keys in
-    ``$ROOTWEAVER_SERVICE_KEYS`` (one a line) (uvicorn's factory in each worker)."""
-    return create_app(MultiHopConfig.load(os.environ.get(CONFIG_ENV) or None), os.environ.get(KEYS_ENV, "").split())
+    """The app for the config file named by ``$ROOTWEAVER_SERVICE_CONFIG`` (empty: every default)
+    and the keys in ``$ROOTWEAVER_SERVICE_KEYS`` (one a line) (uvicorn's factory in each worker)."""
+    config = MultiHopConfig.load(os.environ.get(CONFIG_ENV) or None)
+    return create_app(config, os.environ.get(KEYS_ENV, "").split())
 
 
 def run(config_path: Path | None, host: str, port: int, workers: int = 1, api_keys: Sequence[str] = ()) -> None:
