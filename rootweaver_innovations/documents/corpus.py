@@ -170,12 +170,21 @@ def record_object(path: Path, lineno: int, raw: bytes) -> dict[str, Any]:
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CorpusError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from None
+        hint = ("" if lineno > 1 or _is_jsonl_name(path)
+                else "; a corpus file must be JSONL: to index documents, give their folder")
+        raise CorpusError(f"{path}:{lineno}: malformed JSON ({exc.msg}){hint}") from None
     except RecursionError:
         raise CorpusError(f"{path}:{lineno}: JSON nested too deeply") from None
     if not isinstance(obj, dict):
         raise CorpusError(f"{path}:{lineno}: expected a JSON object")
     return obj
+
+
+def _is_jsonl_name(path: Path) -> bool:
+    """Whether ``path`` is named like JSON lines (``.jsonl``, ``.ndjson``, ``.json``, or one of
+    them ``.gz``): a first line that does not parse in any other file is likely a document."""
+    suffixes = path.suffixes[-2:] if path.suffix == ".gz" else path.suffixes[-1:]
+    return bool(suffixes) and suffixes[0] in (".jsonl", ".ndjson", ".json")
 
 
 def passage_from_object(obj: dict[str, Any], path: Path, lineno: int,

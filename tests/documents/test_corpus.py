@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import pytest
@@ -177,3 +178,15 @@ def test_a_chunk_titled_by_its_lead_takes_the_usual_name_and_a_heading_is_kept()
     assert titles == {"a.txt#0": "Eminem", "b.txt#0": "Lose Yourself"}
     headed = MultiHopRAG(BM25Retriever(corpus(("Marshall Mathers",)))).multi_hop_search(question).facts
     assert {f.title for f in headed} == {"Marshall Mathers", "Lose Yourself"}
+
+
+def test_a_document_given_as_the_corpus_file_is_told_to_give_its_folder(tmp_path):
+    note = tmp_path / "notes.md"
+    note.write_text("# Harbour\n\nThe harbour reopened in May.\n", encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"notes\.md:1: malformed JSON \(Expecting value\); a corpus file must be "
+                                          r"JSONL: to index documents, give their folder"):
+        load_corpus_jsonl(note)
+    rows = tmp_path / "rows.jsonl.gz"
+    rows.write_bytes(gzip.compress(b"# not json\n"))
+    with pytest.raises(CorpusError, match=r"rows\.jsonl\.gz:1: malformed JSON \(Expecting value\)$"):
+        load_corpus_jsonl(rows)
