@@ -11,6 +11,7 @@ commands and maps errors to exit codes.
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 from collections.abc import Sequence
@@ -86,9 +87,24 @@ def _plugin_names() -> list[str]:
     return list(names)
 
 
+class _WarningLines(logging.Handler):
+    """Warnings of the ``rootweaver.*`` loggers (a file read with a problem, a retriever mode
+    that fell back) as one ``rootweaver: <message>`` line each on the current stderr."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"rootweaver: {terminal_safe(record.getMessage(), one_line=True)}", file=sys.stderr)
+
+
+def _warnings_as_lines() -> None:
+    log = logging.getLogger("rootweaver")
+    if not any(isinstance(h, _WarningLines) for h in log.handlers):
+        log.addHandler(_WarningLines(logging.WARNING))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line on ``argv`` (default ``sys.argv[1:]``); returns the exit code
     (bad input: one line on stderr and 2; interrupted by signal N: 128 + N)."""
+    _warnings_as_lines()
     if hasattr(signal, "SIGPIPE") and argv is None:  # `rootweaver ... | head` ends quietly
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     raw = list(sys.argv[1:] if argv is None else argv)

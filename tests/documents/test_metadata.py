@@ -170,6 +170,7 @@ def test_index_info_and_citations_carry_the_metadata_of_a_folder(tmp_path, capsy
     assert [r.getMessage() for r in caplog.records] == [
         "read ferry.md with a problem: front matter 'published' is not a date ('the spring after the storm'); "
         "kept as text"]
+    assert "rootweaver: read ferry.md with a problem: front matter 'published' is not a date" in capsys.readouterr().err
     assert main(["index", "info", str(tmp_path / "idx")]) == 0
     out = capsys.readouterr().out
     assert ("metadata: 3 of 3 documents carry some (title 3, source 2, published 2, author 3, url 1, extra 1)\n"
