@@ -130,6 +130,8 @@ def _cmd_index_info(args: argparse.Namespace) -> int:
     if "metadata" in m.components:
         for line in _metadata_lines(m.components["metadata"]):
             print(terminal_safe(line, one_line=True))
+    print("retriever: auto (the default) searches it with " + ("hybrid (BM25 and the embeddings fused)"
+          if "dense" in m.components else "BM25 alone (no embeddings; `index build --dense` adds them)"))
     missing = [f for f, n in sizes.items() if n is None]
     if missing:
         raise UsageError(f"{args.dir}: missing index files: {', '.join(missing)}; rebuild it")

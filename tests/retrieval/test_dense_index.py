@@ -136,6 +136,9 @@ def test_a_damaged_embeddings_file_is_refused_naming_it(docs, tmp_path, embedder
 def test_the_command_line_builds_embeddings_and_asks_with_each_mode(docs, tmp_path, capsys, caplog):
     assert main(["index", "build", str(docs), "--out", str(tmp_path / "idx"), "--dense"]) == 0
     assert "embedded by all-MiniLM-L6-v2" in capsys.readouterr().out
+    assert main(["index", "info", str(tmp_path / "idx")]) == 0
+    assert "retriever: auto (the default) searches it with hybrid (BM25 and the embeddings fused)" in \
+        capsys.readouterr().out
     answers = {}
     for mode in ("bm25", "dense", "hybrid", "auto"):
         assert main(["ask", "Who was the vizier of Ebla?", "--index", str(tmp_path / "idx"), "--reader", "none",

@@ -288,7 +288,9 @@ def test_cli_index_build_info_and_ask(tmp_path, capsys):
     assert info["format_version"] == FORMAT_VERSION == 6 and info["conventions"]["name"] == "wikipedia" and set(info["components"]) == {"passages", "bm25", "titles", "metadata"}
     assert all(size for size in info["file_bytes"].values())
     assert main(["index", "info", str(out)]) == 0
-    assert "component bm25" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "component bm25" in printed
+    assert "retriever: auto (the default) searches it with BM25 alone (no embeddings; " in printed
     assert main(["ask", "--json", "--reader", "none", "--index", str(out)]) == 0
     mapped = json.loads(capsys.readouterr().out)
     assert main(["ask", "--json", "--reader", "none"]) == 0
