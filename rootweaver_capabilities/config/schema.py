@@ -282,7 +282,8 @@ class LLMConfig:
 class ServiceConfig:
     """The HTTP service and MCP server (``rootweaver serve --http``, ``rootweaver mcp``), per worker process."""
 
-    max_question_chars: int = knob(2000, "int", "Longest question accepted; a longer one is refused (HTTP 413).",
+    max_question_chars: int = knob(2000, "int", "Longest question accepted; a longer one is refused (HTTP 413; "
+                                   "`serve --stdin`: an error line).",
                                    check=positive, rule="must be >= 1")
     concurrency: int = knob(2, "int", "Answers worked on at once (threads); the embedded reader still "
                             "generates one answer at a time.", check=positive, rule="must be >= 1")

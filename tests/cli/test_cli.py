@@ -108,6 +108,17 @@ def test_serve_answers_stdin_and_exposes_metrics(monkeypatch, capsys):
     server.close()
 
 
+def test_serve_refuses_a_question_over_the_limit_in_one_line_and_answers_the_next(monkeypatch, capsys):
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("x" * 2001 + "\nWho founded A Bathing Ape?\n"))
+    assert main(["serve"]) == 0
+    refused, answered = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert refused == {"question": "x" * 2000, "answer": None, "method": None, "cited_lines": [],
+                       "error": "question of 2,001 characters, over the limit of 2,000 (service.max_question_chars)"}
+    assert answered["answer"] and "error" not in answered
+
+
 def test_serve_prints_answer_method_and_cited_lines_beside_the_metadata(monkeypatch, capsys, tmp_path):
     import io
 
