@@ -9,9 +9,9 @@ Each question is asked in a process of its own (no prompt cache carried over), w
 config file that sets only ``llm.provider: local``, ``llm.runtime`` and
 ``llm.flash_attention``; everything else is the product's default. ``--python-for
 RUNTIME=PYTHON`` runs that runtime's questions with another interpreter (a venv where it is
-installed); this checkout comes first on its ``PYTHONPATH`` so both run the same code. Prints, per runtime, the answers that are exact
-matches of the gold answer, then how many answers are equal across the runtimes and each
-question where they differ. Needs both runtimes installed and the model in the cache.
+installed); this checkout comes first on its ``PYTHONPATH`` so both run the same code. Prints,
+per runtime, the answers that are exact matches of the gold answer, then how many answers are
+equal across the runtimes and each question where they differ. Needs both runtimes installed and the model in the cache.
 """
 
 from __future__ import annotations

@@ -63,7 +63,8 @@ def _close_models() -> None:
 
 def _load(runtime: str, path: Path, n_ctx: int, n_threads: int,
           flash_attention: bool) -> tuple[Runtime, threading.Lock]:
-    """The process-wide model for ``(runtime, path, n_ctx, n_threads, flash_attention)`` and its call lock.
+    """The process-wide model for ``(runtime, path, n_ctx, n_threads, flash_attention)`` and its
+    call lock.
 
     ``OMP_WAIT_POLICY`` defaults to ``PASSIVE`` (an explicit setting wins): llama.cpp's
     OpenMP threads otherwise spin between steps, and on 2 cores shared with other work

@@ -32,14 +32,14 @@ __all__ = ["RUNTIMES", "Generated", "Runtime", "installed_runtime", "load_runtim
 
 RUNTIMES = READER_RUNTIMES  # the order "auto" tries them in (see the config schema)
 _MODULES = {"xllamacpp": "xllamacpp", "llama-cpp-python": "llama_cpp"}
-_START, _STOP = "<|im_start|>", "<|im_end|>"
+_STOP = "<|im_end|>"
 # Both runtimes evaluate prompts in batches of this many tokens, with flash attention as
 # ``llm.flash_attention`` says, rather than at their differing defaults (llama-cpp-python:
 # 512, off; xllamacpp's server: 2,048, "auto"). On is faster on both; off, the two compute the
 # same logits and give the same answers (docs/llm.md, the runtimes).
 _N_BATCH = 512
 # What xllamacpp evaluates at load to check that the model takes the tokenizer's ids. It shares
-# no first token with a chat prompt (which opens with _START), so the first question starts from
+# no first token with a chat prompt (which opens with <|im_start|>), so the first question starts from
 # an empty cache, as on llama-cpp-python: a cached prefix evaluated in another batch moves
 # near-tie logits and with them the answer.
 _PROBE = f"ok{_STOP}\n"
