@@ -45,15 +45,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         server = metrics.serve(args.metrics_port)
         print(f"metrics: http://{server.addr}:{server.port}/metrics", file=sys.stderr, flush=True)
     capability = MultiHopCapability(config, metrics=metrics, synthesizer=synthesizer)
-    limit = config.service.max_question_chars
     for line in sys.stdin:
         question = line.strip()
         if not question:
             continue
-        if len(question) > limit:  # as the HTTP service refuses it (413), without asking
-            print(json_text({"question": question[:limit], "answer": None, "method": None, "cited_lines": [],
-                             "error": f"question of {len(question):,} characters, over the limit of {limit:,} "
-                                      "(service.max_question_chars)"}), flush=True)
+        if too_long := config.service.question_too_long(question):  # as the HTTP service refuses it (413)
+            print(json_text({"question": question[:config.service.max_question_chars], "answer": None,
+                             "method": None, "cited_lines": [], "error": f"question of {too_long}"}), flush=True)
             continue
         ctx = RequestContext(query=question, user_id=args.user_id)
         try:

@@ -299,6 +299,14 @@ class ServiceConfig:
                                 "trusted network); every other route but /healthz and the page (/, /static/) still "
                                 "needs the key when one is set.")
 
+    def question_too_long(self, question: str) -> str | None:
+        """Why ``question`` is refused for its length (``"N characters, over the limit of L
+        (service.max_question_chars)"``), or ``None`` when it fits."""
+        if len(question) <= self.max_question_chars:
+            return None
+        return (f"{len(question):,} characters, over the limit of {self.max_question_chars:,} "
+                "(service.max_question_chars)")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MultiHopConfig:

@@ -138,10 +138,8 @@ class Answerer:
         """Raise :class:`Refusal` 422 / 413 for a question or options that cannot be answered."""
         if not question.strip():
             raise Refusal(422, "field 'question': must not be empty")
-        limit = self.config.service.max_question_chars
-        if len(question) > limit:
-            raise Refusal(413, f"field 'question': {len(question):,} characters, over the limit of {limit:,} "
-                               "(service.max_question_chars)")
+        if too_long := self.config.service.question_too_long(question):
+            raise Refusal(413, f"field 'question': {too_long}")
         if options.compaction is not None and options.compaction not in COMPACTION_CHOICES:
             raise Refusal(422, f"field 'compaction': must be one of {', '.join(COMPACTION_CHOICES)}")
         if options.max_tokens is not None and options.max_tokens < 1:
