@@ -109,6 +109,7 @@ def _cmd_index_verify(args: argparse.Namespace) -> int:
 def _cmd_index_info(args: argparse.Namespace) -> int:
     """Print a usable index's manifest and file sizes (a refused one exits 2 with the reason)."""
     from rootweaver_innovations.retrieval.index import read_manifest
+    from rootweaver_innovations.retrieval.modes import auto_mode
 
     m = read_manifest(args.dir)
     sizes = {f: (args.dir / f).stat().st_size if (args.dir / f).is_file() else None
@@ -130,8 +131,9 @@ def _cmd_index_info(args: argparse.Namespace) -> int:
     if "metadata" in m.components:
         for line in _metadata_lines(m.components["metadata"]):
             print(terminal_safe(line, one_line=True))
-    print("retriever: auto (the default) searches it with " + ("hybrid (BM25 and the embeddings fused)"
-          if "dense" in m.components else "BM25 alone (no embeddings; `index build --dense` adds them)"))
+    searched = {"hybrid": "hybrid (BM25 and the embeddings fused)",
+                "bm25": "BM25 alone (no embeddings; `index build --dense` adds them)"}
+    print(f"retriever: auto (the default) searches it with {searched[auto_mode('dense' in m.components)]}")
     missing = [f for f, n in sizes.items() if n is None]
     if missing:
         raise UsageError(f"{args.dir}: missing index files: {', '.join(missing)}; rebuild it")

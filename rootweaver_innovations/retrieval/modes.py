@@ -23,9 +23,14 @@ from rootweaver_innovations.defaults import AUTO_RETRIEVER, RETRIEVER_CHOICES, R
 from rootweaver_innovations.retrieval.embeddings import MiniLMEmbedder, load_embedder
 from rootweaver_innovations.retrieval.retrievers import BM25Retriever, DenseRetriever, HybridRetriever, Retriever
 
-__all__ = ["MODEL", "RETRIEVER_CHOICES", "RETRIEVER_MODES", "with_mode"]
+__all__ = ["MODEL", "RETRIEVER_CHOICES", "RETRIEVER_MODES", "auto_mode", "with_mode"]
 
 MODEL = MiniLMEmbedder.name  # the embedding model of an in-memory corpus and of a new index
+
+
+def auto_mode(has_embeddings: bool) -> str:
+    """The mode ``auto`` searches with: ``hybrid`` over passages with saved embeddings, else ``bm25``."""
+    return "hybrid" if has_embeddings else "bm25"
 
 
 def with_mode(mode: str, lexical: BM25Retriever, embeddings: np.ndarray | None = None, *, model: str = MODEL,
@@ -38,7 +43,7 @@ def with_mode(mode: str, lexical: BM25Retriever, embeddings: np.ndarray | None =
     if mode not in RETRIEVER_CHOICES:
         raise ValueError(f"unknown retriever mode {mode!r}; choose one of {', '.join(RETRIEVER_CHOICES)}")
     if mode == AUTO_RETRIEVER:
-        mode = "bm25" if embeddings is None else "hybrid"
+        mode = auto_mode(embeddings is not None)
     if mode == "bm25":
         return lexical
     if embeddings is None and not embed:
