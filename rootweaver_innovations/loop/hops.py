@@ -44,6 +44,7 @@ __all__ = [
     "POLICY_FILE",
     "REASON_COMPARISON",
     "REASON_FILL",
+    "REASON_FILL_NAMED",
     "REASON_NAMED",
     "REASON_QUESTION",
     "REASON_QUESTION_ENTITY",
@@ -71,6 +72,7 @@ REASON_TITLE_LINK = "title linked from hop 1"
 REASON_NAMED = "question names the {kind} {label!r}"
 REASON_SPAN = "entity in hop 1"
 REASON_FILL = "question, next best passages"
+REASON_FILL_NAMED = "question, next best passages, in turn from the named sources and days and from all"
 
 @dataclass(frozen=True, slots=True)
 class HopSchedule:

@@ -12,6 +12,9 @@ import dataclasses
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import zip_longest
+
+import numpy as np
 
 from rootweaver_innovations.compaction.budget import Budget
 from rootweaver_innovations.compaction.strategies import DEFAULT_BUDGET_TOKENS, DEFAULT_STRATEGY, Compactor, make_compactor
@@ -31,6 +34,7 @@ from rootweaver_innovations.loop.decompose import RuleDecomposer, fact_tokens, i
 from rootweaver_innovations.loop.files import as_files
 from rootweaver_innovations.loop.hops import (
     REASON_FILL,
+    REASON_FILL_NAMED,
     REASON_NAMED,
     REASON_QUESTION,
     HopPolicyParams,
@@ -85,9 +89,11 @@ class MultiHopRAG:
       (compared entities, titles the question names, titles linked from hop 1, entity spans
       of hop 1; a hop takes the entity's own titled passage when the title index has it,
       else the best new passage for its sub-query), with the last hop left to fill the
-      budget with the question's next best passages. Sizes per budget come from the fitted
-      ``hop_policy``. ``title_index`` defaults to the retriever's own (a saved index's, memory-mapped),
-      else one built over ``retriever.passages`` (empty when the retriever exposes none: the
+      budget with the question's next best passages. When the question names sources or days
+      the index knows (:meth:`~rootweaver_innovations.retrieval.facets.Facets.named`), one hop
+      per named one comes before the bridges, and the fill takes its passages in turn from
+      those documents and from all. Sizes per budget come from the fitted ``hop_policy``.
+      ``title_index`` defaults to the retriever's own (a saved index's, memory-mapped), else one built over ``retriever.passages`` (empty when the retriever exposes none: the
       loop then follows entity spans only).
     - ``"coverage"`` (the seed's rule): the decomposer's first sub-query whose key terms
       the facts do not yet cover to ``answerability_threshold``, ``passages_per_hop`` new
@@ -206,16 +212,17 @@ class MultiHopRAG:
         first += self._pulled_neighbours(question, first, seen)
         yield question, REASON_QUESTION, first
         hops = 1
-        for named in self.facets.named(question) if self.facets else ():
+        named = self.facets.named(question) if self.facets else []
+        for facet in named:
             if len(seen) >= self.max_passages:
                 return STOP_PASSAGE_BUDGET
             if hops >= self.max_hops - 1:
                 break
-            new = ranking_of(self.retriever, self.title_index, question, len(seen) + 1, named.rows).unseen(seen, 1)
+            new = ranking_of(self.retriever, self.title_index, question, len(seen) + 1, facet.rows).unseen(seen, 1)
             if new:
                 seen.update(p.id for _, p in new)
                 hops += 1
-                yield question, REASON_NAMED.format(kind=named.kind, label=named.label), new
+                yield question, REASON_NAMED.format(kind=facet.kind, label=facet.label), new
         bridges = plan_bridges(question, first, ranking, self.retriever, self.title_index, schedule, self.conventions)
         for proposal in bridges:
             if len(seen) >= self.max_passages:
@@ -236,11 +243,16 @@ class MultiHopRAG:
             return STOP_PASSAGE_BUDGET
         if hops >= self.max_hops:
             return STOP_MAX_HOPS
-        fill = ranking.unseen(seen, self.max_passages - len(seen))  # the ranking is max_passages deep
+        k = self.max_passages - len(seen)
+        fill = ranking.unseen(seen, k)  # the ranking is max_passages deep
+        if named:  # in turn from the documents the question names and from all of them
+            within = np.unique(np.concatenate([facet.rows for facet in named]))
+            named_fill = ranking_of(self.retriever, self.title_index, question, len(seen) + k, within).unseen(seen, k)
+            fill = _in_turn(named_fill, fill, k)
         if not fill:
             return STOP_NO_NEW_EVIDENCE
         seen.update(p.id for _, p in fill)
-        yield question, REASON_FILL, fill
+        yield question, REASON_FILL_NAMED if named else REASON_FILL, fill
         return STOP_PASSAGE_BUDGET if len(seen) >= self.max_passages else STOP_NO_NEW_EVIDENCE
 
     def _adjacent(self, row: int, page: Passage) -> tuple[tuple[int, Passage] | None, tuple[int, Passage] | None]:
@@ -330,3 +342,15 @@ class MultiHopRAG:
         if answer is None:
             answer = self.synthesizer(question, result.synth)
         return dataclasses.replace(result, answer=answer)
+
+
+def _in_turn(first: Sequence[tuple[int, Passage]], second: Sequence[tuple[int, Passage]],
+             k: int) -> list[tuple[int, Passage]]:
+    """The first ``k`` distinct passages taking one from ``first`` and one from ``second`` in
+    turn (``first`` leads; a list that runs out leaves the rest to the other)."""
+    out: dict[str, tuple[int, Passage]] = {}
+    for pair in zip_longest(first, second):
+        for rp in pair:
+            if rp is not None and len(out) < k:
+                out.setdefault(rp[1].id, rp)
+    return list(out.values())

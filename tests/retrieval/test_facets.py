@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rootweaver_innovations.documents.corpus import DocumentMeta, Passage, Source
-from rootweaver_innovations.loop.multihop import MultiHopRAG
+from rootweaver_innovations.loop.hops import REASON_FILL, REASON_FILL_NAMED
+from rootweaver_innovations.loop.multihop import MultiHopRAG, _in_turn
 from rootweaver_innovations.retrieval.facets import NO_DAY, Facets, day_number
 from rootweaver_innovations.retrieval.index import build_index, open_index
 from rootweaver_innovations.retrieval.retrievers import BM25Retriever
@@ -65,6 +66,33 @@ def test_the_loop_reads_the_named_source_and_says_why():
     assert all(h.retrieved_ids == ("a3.md#0",) for h in named)
     assert any("a3.md#0" in h.retrieved_ids for h in hops)
     assert named or "a3.md#0" in hops[0].retrieved_ids  # read by hop 1, or by the hop that keeps to Fortune
+
+
+def test_the_fill_takes_in_turn_from_the_named_source_and_from_all():
+    others = [_article(10 + i, "Daily", None, f"The exchange founder spoke, exchange founder story {i}.") for i in range(8)]
+    fortune = [_article(20 + i, "Fortune", None, f"Markets moved on day {i} for the founder.") for i in range(4)]
+    loop = MultiHopRAG(BM25Retriever(others + fortune), max_passages=8)
+    hops = loop.multi_hop_search("What did Fortune report about the exchange founder?").hops
+    fill = [h for h in hops if h.reason == REASON_FILL_NAMED]
+    assert len(fill) == 1 and REASON_FILL not in {h.reason for h in hops}
+    from_fortune = [i.startswith("a2") for i in fill[0].retrieved_ids]
+    assert from_fortune[0] and sum(from_fortune) >= len(from_fortune) // 2  # Fortune leads, then every other one
+    plain = MultiHopRAG(BM25Retriever(others + fortune), max_passages=8).multi_hop_search(
+        "What did they report about the exchange founder?").hops
+    assert plain[-1].reason == REASON_FILL and not any(i.startswith("a2") for i in plain[-1].retrieved_ids)
+
+
+@given(st.lists(st.integers(0, 9), max_size=8), st.lists(st.integers(0, 9), max_size=8), st.integers(0, 12))
+def test_in_turn_takes_each_passage_once_best_first_from_either_list(first, second, k):
+    def pairs(ids):
+        return [(i, Passage(f"p{i}", "T", ("x",))) for i in dict.fromkeys(ids)]
+    out = [row for row, _ in _in_turn(pairs(first), pairs(second), k)]
+    union = list(dict.fromkeys(first + second))
+    assert len(out) == len(set(out)) == min(k, len(union)) and set(out) <= set(union)
+    for at, row in enumerate(out):  # each one the best not yet taken of one list or the other
+        assert row in [next((i for i in ids if i not in out[:at]), None) for ids in (first, second)]
+    if first and k:
+        assert out[0] == first[0]
 
 
 def test_a_retriever_ranks_only_within_the_rows_given():
