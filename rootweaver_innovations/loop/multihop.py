@@ -93,8 +93,9 @@ class MultiHopRAG:
       the index knows (:meth:`~rootweaver_innovations.retrieval.facets.Facets.named`), one hop
       per named one comes before the bridges, and the fill takes its passages in turn from
       those documents and from all. Sizes per budget come from the fitted ``hop_policy``.
-      ``title_index`` defaults to the retriever's own (a saved index's, memory-mapped), else one built over ``retriever.passages`` (empty when the retriever exposes none: the
-      loop then follows entity spans only).
+      ``title_index`` defaults to the retriever's own (a saved index's, memory-mapped), else
+      one built over ``retriever.passages`` (empty when the retriever exposes none: the loop
+      then follows entity spans only).
     - ``"coverage"`` (the seed's rule): the decomposer's first sub-query whose key terms
       the facts do not yet cover to ``answerability_threshold``, ``passages_per_hop`` new
       passages per hop.
