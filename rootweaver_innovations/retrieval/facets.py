@@ -6,7 +6,10 @@ one before ``" | "`` (``"The Roar"`` for ``"The Roar | Sports Writers Blog"``), 
 words, case aside, written with a capital (``"fortune"`` in "made a fortune" is not
 Fortune). It names a day when it holds a full date (``"October 2, 2023"``, ``"2 October
 2023"``, ``"2023-10-02"``, month names long or short). A passage's day is the date its
-document's ``published`` value gives, as written (its own time zone, not UTC).
+document's ``published`` value gives, as written (its own time zone, not UTC). A day named
+in a question that also names sources picks the documents of that day from those sources
+("the TechCrunch report of October 31, 2023"), or every document of that day when none of
+them has one.
 
 :class:`Facets` holds the distinct source names (first-seen order), an int32 source number
 per passage (-1 for none) and an int32 day per passage (days since 1970-01-01, :data:`NO_DAY`
@@ -86,7 +89,8 @@ class Facets:
 
     def named(self, question: str) -> list[NamedFacet]:
         """The sources and days ``question`` names that some passage has, in the order it names
-        them; a source or day named twice is listed twice (two reports from one source)."""
+        them; a source or day named twice is listed twice (two reports from one source). A
+        day's rows keep to the named sources' documents when any of them is of that day."""
         found: list[tuple[int, NamedFacet]] = []
         taken: list[tuple[int, int]] = []
         for label, numbers in self._source_names():
@@ -97,9 +101,12 @@ class Facets:
                 taken.append(span)
                 rows = np.flatnonzero(np.isin(self.source_rows, numbers))
                 found.append((span[0], NamedFacet("source", m.group(), rows)))
+        of_sources = np.concatenate([f.rows for _, f in found]) if found else None  # only sources so far
         for m in _DATES.finditer(question):
             day = _day_of(m)
             rows = np.flatnonzero(self.days == day) if day is not None else np.empty(0, dtype=np.intp)
+            if of_sources is not None and np.isin(rows, of_sources).any():
+                rows = rows[np.isin(rows, of_sources)]
             if rows.size:
                 found.append((m.start(), NamedFacet("day", m.group(), rows)))
         return [f for _, f in sorted(found, key=lambda sf: sf[0])]
