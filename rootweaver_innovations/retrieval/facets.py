@@ -105,8 +105,9 @@ class Facets:
         for m in _DATES.finditer(question):
             day = _day_of(m)
             rows = np.flatnonzero(self.days == day) if day is not None else np.empty(0, dtype=np.intp)
-            if of_sources is not None and np.isin(rows, of_sources).any():
-                rows = rows[np.isin(rows, of_sources)]
+            if of_sources is not None:
+                keep = np.isin(rows, of_sources)
+                rows = rows[keep] if keep.any() else rows
             if rows.size:
                 found.append((m.start(), NamedFacet("day", m.group(), rows)))
         return [f for _, f in sorted(found, key=lambda sf: sf[0])]
