@@ -101,7 +101,7 @@ class Facets:
                 taken.append(span)
                 rows = np.flatnonzero(np.isin(self.source_rows, numbers))
                 found.append((span[0], NamedFacet("source", m.group(), rows)))
-        of_sources = np.concatenate([f.rows for _, f in found]) if found else None  # only sources so far
+        of_sources = np.concatenate([f.rows for _, f in found]) if found else None  # found holds sources alone here
         for m in _DATES.finditer(question):
             day = _day_of(m)
             rows = np.flatnonzero(self.days == day) if day is not None else np.empty(0, dtype=np.intp)
