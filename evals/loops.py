@@ -31,5 +31,6 @@ def product_loop(retriever: Retriever, **knobs: object) -> MultiHopRAG:
 
 
 def compacted(rag: MultiHopRAG, strategy: str, budget: Budget) -> MultiHopRAG:
-    """``rag`` with compaction on: ``strategy`` under ``budget``."""
-    return dataclasses.replace(rag, compaction_enabled=True, compaction_budget=budget, compactor=make_compactor(strategy))
+    """``rag`` with compaction on: ``strategy`` under ``budget`` for every question."""
+    return dataclasses.replace(rag, compaction_enabled=True, compaction_budget=budget, tagged_budget=None,
+                               compactor=make_compactor(strategy))

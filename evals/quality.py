@@ -41,6 +41,7 @@ from rootweaver_capabilities.readers.chat import ChatClient
 from rootweaver_capabilities.readers.synthesizer import LLMSynthesizer
 from rootweaver_capabilities.readers.prompts import MODE_EVIDENCE, MODES, number_facts
 from rootweaver_innovations.compaction.synth_context import SynthContext
+from rootweaver_innovations.defaults import DEFAULT_BUDGET_TOKENS
 from evals.qa_rows import QARow
 from evals.diagnostics import (
     answer_in_context,
@@ -236,7 +237,8 @@ def run_quality(
     report["settings"] = {
         "n_questions": len(rows), "pool_passages": len(pool.passages), "runs": runs, "seeds": seeds,
         "temperature": temperature, "mode": mode, "strategy": strategy,
-        "budget": {"limit": cfg.compaction.budget, "unit": cfg.compaction.unit},
+        # QA rows carry no source or date: a null budget is the default one for every question
+        "budget": {"limit": cfg.compaction.budget or DEFAULT_BUDGET_TOKENS, "unit": cfg.compaction.unit},
         "gate": gate, "max_hops": cfg.max_hops, "passages_per_hop": cfg.passages_per_hop, "max_tokens": max_tokens,
         "model": client.model, "reader": client.transport,
         "context_window": client.context_window,

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rootweaver_innovations.answer_rules.registry import make_answer_rules
 from rootweaver_innovations.compaction.budget import Budget
+from rootweaver_innovations.defaults import DEFAULT_BUDGET_TOKENS, TAGGED_BUDGET_TOKENS
 from rootweaver_innovations.documents.folders import SkippedFile, load_reading_budget
 from rootweaver_innovations.answer_rules.extractive import extractive_under
 from rootweaver_innovations.conventions.base import Conventions
@@ -143,8 +144,10 @@ def build_rag(
     ones (a runtime that already holds them). Compaction runs when ``compaction.enabled``; the
     strategy is built either way, since the reader fits its window with it. Over a corpus of
     document chunks ``max_passages`` counts paragraphs' worth of reading
-    (:meth:`~rootweaver_innovations.documents.folders.ReadingBudget.passages`)."""
-    compactor = build_compactor(config.compaction)
+    (:meth:`~rootweaver_innovations.documents.folders.ReadingBudget.passages`). A ``compaction.budget``
+    of ``None`` is the default budget, or the tagged one when a document read carries a source or
+    a date (:meth:`~rootweaver_innovations.loop.multihop.MultiHopRAG.synth_budget`)."""
+    compactor, budget = build_compactor(config.compaction), config.compaction.budget
     retriever = retriever if retriever is not None else build_retriever(config.retriever,
                                                                         conventions=config.conventions)
     conventions = retriever_conventions(retriever, config)
@@ -160,6 +163,7 @@ def build_rag(
         passages_per_hop=config.passages_per_hop,
         answerability_threshold=config.answerability_threshold,
         compaction_enabled=config.compaction.enabled,
-        compaction_budget=Budget(config.compaction.budget, config.compaction.unit),
+        compaction_budget=Budget(budget or DEFAULT_BUDGET_TOKENS, config.compaction.unit),
+        tagged_budget=None if budget is not None else Budget(TAGGED_BUDGET_TOKENS, config.compaction.unit),
         compactor=compactor,
     )

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rootweaver_innovations.defaults import BUILTIN_STRATEGIES, RETRIEVER_CHOICES
+from rootweaver_innovations.defaults import (BUILTIN_STRATEGIES, DEFAULT_BUDGET_TOKENS, RETRIEVER_CHOICES,
+                                             TAGGED_BUDGET_TOKENS)
 
 from rootweaver_capabilities.cli.argtypes import UsageError, positive_int
 from rootweaver_capabilities.cli.options import chunking_options, conventions_option, knob_option
@@ -182,7 +183,8 @@ def add_ask_parser(sub: Any) -> None:
                 help="synth-context compaction; off = the full context")
     size = ask.add_mutually_exclusive_group()
     knob_option(size, "--max-tokens", "compaction.budget", type=positive_int,
-                help="synth-context budget in reader (Qwen2.5) tokens")
+                help=f"synth-context budget in reader (Qwen2.5) tokens; not given: {DEFAULT_BUDGET_TOKENS}, or "
+                     f"{TAGGED_BUDGET_TOKENS} when a document read carries a source or a date")
     size.add_argument("--max-chars", type=positive_int, help="synth-context budget in chars instead of tokens")
     knob_option(ask, "--max-hops", "max_hops", type=positive_int)
     knob_option(ask, "--max-passages", "max_passages", type=positive_int, help="most passages in the trajectory")

@@ -22,12 +22,12 @@ _KEY_OPTIONS = ("api_key_file", "api_key", "insecure_no_key")
 def knob_option(parser: Any, flag: str, key: str, *, help: str | None = None, **kwargs: Any) -> argparse.Action:
     """Add ``flag`` to ``parser`` (a parser or an argument group) standing for the knob ``key``:
     its default is the knob's, its help ``help`` (default: the knob's description) followed by
-    the default and the key. ``KeyError`` for an unknown key."""
+    the default (unless ``None``: ``help`` says what then) and the key. ``KeyError`` for an unknown key."""
     knob = find_knob(key)
     doc = knob.doc.rstrip(".")
     text = (help or (doc[:1].lower() if doc[1:2].islower() else doc[:1]) + doc[1:]).replace("%", "%%")
-    return parser.add_argument(flag, default=knob.default, help=f"{text} (default %(default)s; config {key})",
-                               **kwargs)
+    default = "" if knob.default is None else "default %(default)s; "
+    return parser.add_argument(flag, default=knob.default, help=f"{text} ({default}config {key})", **kwargs)
 
 
 def chunking_options(parser: argparse.ArgumentParser) -> None:

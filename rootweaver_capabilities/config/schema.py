@@ -170,8 +170,11 @@ class CompactionConfig:
                          choices=_STRATEGIES)
     unit: str = knob(defaults.BUDGET_UNIT, "str", "Unit of the budget: tokens (the reader's Qwen2.5 tokenizer) or "
                      "chars.", choices=_BUDGET_UNITS)
-    budget: int = knob(defaults.DEFAULT_BUDGET_TOKENS, "int", "Hard budget of the synthesis context in `unit` "
-                       "(>= 1).", check=positive, rule="must be >= 1")
+    budget: int | None = knob(None, "int", f"Hard budget of the synthesis context in `unit` (>= 1), for every "
+                              f"question; null: {defaults.DEFAULT_BUDGET_TOKENS}, or "
+                              f"{defaults.TAGGED_BUDGET_TOKENS} when a document read carries a source or a date "
+                              "(news, reports: their lines spend about half their tokens on headline and source).",
+                              nullable=True, check=positive, rule="must be >= 1")
     max_input_chars: int = knob(
         defaults.MAX_INPUT_CHARS, "int", "Input cap: a full context longer than this many characters is refused "
         "with a one-line error before compaction (bounds memory).", check=positive, rule="must be >= 1",

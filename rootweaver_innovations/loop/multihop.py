@@ -47,7 +47,7 @@ from rootweaver_innovations.loop.hops import (
 from rootweaver_innovations.loop.result import Answer, AnswerRule, Decomposer, Hop, MultiHopResult, Synthesizer
 from rootweaver_innovations.retrieval.facets import Facets
 from rootweaver_innovations.retrieval.titles import id_titled
-from rootweaver_innovations.records import Fact, facts_from_passages
+from rootweaver_innovations.records import Fact, facts_from_passages, source_tag
 from rootweaver_innovations.retrieval.retrievers import Retriever
 from rootweaver_innovations.text import reasoning_key_terms
 
@@ -105,10 +105,12 @@ class MultiHopRAG:
     :class:`~rootweaver_innovations.loop.decompose.RuleDecomposer` under them.
 
     Raises ``ValueError`` on a title index or retriever built under other conventions, ``max_hops < 1``, ``max_passages < 1``, ``passages_per_hop
-    < 1``, a threshold outside (0, 1], a ``compaction_budget`` that is not a ``Budget`` or an
-    unknown ``stop_rule``. With ``compaction_enabled`` the synth context is ``compactor``'s
-    output under ``compaction_budget`` (chars or reader tokens); without it, the full context
-    byte for byte. With a ``synthesizer`` the result carries an answer: the first of
+    < 1``, a threshold outside (0, 1], a ``compaction_budget`` that is not a ``Budget`` (nor a
+    ``tagged_budget`` that is not ``None``) or an unknown ``stop_rule``. With ``compaction_enabled``
+    the synth context is ``compactor``'s output under ``compaction_budget`` (chars or reader
+    tokens), or under ``tagged_budget`` when given and a fact read carries a source or a date
+    (:meth:`synth_budget`: such lines spend about half their tokens on headline and source tag);
+    without it, the full context byte for byte. With a ``synthesizer`` the result carries an answer: the first of
     ``answer_rules`` that settles the question (the same with compaction on or off), else the
     synthesizer's, read from the synth context.
     """
@@ -122,6 +124,7 @@ class MultiHopRAG:
     answerability_threshold: float = ANSWERABILITY_THRESHOLD
     compaction_enabled: bool = False
     compaction_budget: Budget = field(default_factory=lambda: Budget(DEFAULT_BUDGET_TOKENS, BUDGET_UNIT))
+    tagged_budget: Budget | None = None
     compactor: Compactor = field(default_factory=lambda: make_compactor(DEFAULT_STRATEGY))
     max_passages: int = MAX_PASSAGES
     stop_rule: str = STOP_RULE
@@ -139,8 +142,10 @@ class MultiHopRAG:
             raise ValueError(f"passages_per_hop must be >= 1, got {self.passages_per_hop}")
         if not 0 < self.answerability_threshold <= 1:
             raise ValueError(f"answerability_threshold must be in (0, 1], got {self.answerability_threshold}")
-        if not isinstance(self.compaction_budget, Budget):
-            raise ValueError(f"compaction_budget must be a Budget, got {type(self.compaction_budget).__name__}")
+        for name in ("compaction_budget", "tagged_budget"):
+            value = getattr(self, name)
+            if not isinstance(value, Budget) and (name == "compaction_budget" or value is not None):
+                raise ValueError(f"{name} must be a Budget, got {type(value).__name__}")
         if self.stop_rule not in STOP_RULES:
             raise ValueError(f"stop_rule must be one of {STOP_RULES}, got {self.stop_rule!r}")
         if self.title_index is None:
@@ -297,6 +302,14 @@ class MultiHopRAG:
                 seen.add(take[1].id)
         return pulled
 
+    def synth_budget(self, facts: Sequence[Fact]) -> Budget:
+        """The synth context's budget for a trajectory that read ``facts``: ``tagged_budget`` when
+        one of them carries a source tag (:func:`~rootweaver_innovations.records.source_tag`),
+        else ``compaction_budget``."""
+        if self.tagged_budget is not None and any(source_tag(f.meta) for f in facts):
+            return self.tagged_budget
+        return self.compaction_budget
+
     def multi_hop_search(self, question: str, on_hop: Callable[[Hop], None] | None = None) -> MultiHopResult:
         """Run the loop for ``question`` (non-empty, else ``ValueError``); ``on_hop`` is called
         with each :class:`Hop` as it is taken (in this thread), before the next one."""
@@ -336,7 +349,8 @@ class MultiHopRAG:
             compaction=None,
         )
         if self.compaction_enabled:
-            result = dataclasses.replace(result, compaction=self.compactor(result.compaction_request(self.compaction_budget)))
+            budget = self.synth_budget(full.facts)
+            result = dataclasses.replace(result, compaction=self.compactor(result.compaction_request(budget)))
         if self.synthesizer is None:
             return result
         answer = next((a for rule in self.answer_rules if (a := rule(question, result.facts)) is not None), None)

@@ -9,6 +9,8 @@ import json
 import pytest
 
 from rootweaver_capabilities.assembly import build_rag
+from rootweaver_innovations.compaction.budget import Budget
+from rootweaver_innovations.defaults import DEFAULT_BUDGET_TOKENS, TAGGED_BUDGET_TOKENS
 from rootweaver_capabilities.capability import MultiHopCapability, RequestContext
 from rootweaver_capabilities.cli.main import main
 from rootweaver_capabilities.config import ConfigError, MultiHopConfig
@@ -69,7 +71,17 @@ def test_the_config_decides_every_part_of_the_loop(demo_retriever):
     rag = build_rag(config, retriever=demo_retriever)
     assert (rag.max_hops, rag.max_passages, rag.answer_rules, rag.compaction_enabled) == (3, 7, (), False)
     assert (rag.compaction_budget.limit, rag.compaction_budget.unit) == (500, "chars")
+    assert rag.tagged_budget is None  # a budget the config names holds for every question
     assert rag.synthesizer is extractive_synthesizer and rag.retriever is demo_retriever
+
+
+def test_a_null_budget_is_the_default_one_or_the_tagged_one(demo_retriever):
+    rag = build_rag(MultiHopConfig(), retriever=demo_retriever)
+    assert rag.compaction_budget == Budget(DEFAULT_BUDGET_TOKENS, "tokens")
+    assert rag.tagged_budget == Budget(TAGGED_BUDGET_TOKENS, "tokens")
+    # the demo rows carry no source or date: their answers are those of the default budget
+    result = rag.multi_hop_search("Between Harvey Pekar and Denise Levertov who was born earlier?")
+    assert result.compaction.budget == Budget(DEFAULT_BUDGET_TOKENS, "tokens")
 
 
 def test_ask_and_the_capability_print_the_same_record(capsys, golden_questions):

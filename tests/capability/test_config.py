@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rootweaver_innovations.compaction.strategies import DEFAULT_BUDGET_TOKENS, STRATEGIES
+from rootweaver_innovations.compaction.strategies import STRATEGIES
 from rootweaver_capabilities.config import (
     CAPABILITY_FLAG,
     ConfigError,
@@ -40,7 +40,7 @@ def test_shipped_yaml_sets_every_knob_to_its_default():
     assert set(_flatten(raw)) == {k.key for k in knob_reference()}
     cfg = MultiHopConfig.from_yaml(SHIPPED)
     assert cfg == MultiHopConfig()
-    assert cfg.compaction.enabled is True and (cfg.compaction.unit, cfg.compaction.budget) == ("tokens", DEFAULT_BUDGET_TOKENS)
+    assert cfg.compaction.enabled is True and (cfg.compaction.unit, cfg.compaction.budget) == ("tokens", None)
     assert cfg.flags.capability_flag == CAPABILITY_FLAG
     assert cfg.source == str(SHIPPED)
 
@@ -58,7 +58,8 @@ def test_loop_defaults_agree_with_multihoprag():
     rag, cfg = MultiHopRAG(retriever=None), MultiHopConfig()  # type: ignore[arg-type]
     assert (cfg.max_hops, cfg.max_passages, cfg.stop_rule, cfg.passages_per_hop, cfg.answerability_threshold) == (
         rag.max_hops, rag.max_passages, rag.stop_rule, rag.passages_per_hop, rag.answerability_threshold)
-    assert (cfg.compaction.budget, cfg.compaction.unit) == (rag.compaction_budget.limit, rag.compaction_budget.unit)
+    # a null budget builds the loop's own default, and the tagged budget beside it (test_build_rag_budgets)
+    assert cfg.compaction.budget is None and cfg.compaction.unit == rag.compaction_budget.unit
     # the capability compacts by default (its gate passed, ADR 0001); the bare loop leaves it to the caller
     assert cfg.compaction.enabled is True and rag.compaction_enabled is False
 
@@ -121,7 +122,7 @@ def test_missing_keys_and_an_empty_file_take_defaults(tmp_path):
     empty.write_text("")
     assert MultiHopConfig.from_yaml(empty) == MultiHopConfig()
     partial = MultiHopConfig.from_mapping({"compaction": {"enabled": True}})
-    assert partial.compaction.enabled and partial.compaction.budget == DEFAULT_BUDGET_TOKENS
+    assert partial.compaction.enabled and partial.compaction.budget is None
 
 
 def test_an_int_is_accepted_for_a_float_knob():

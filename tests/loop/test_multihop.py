@@ -141,3 +141,29 @@ def test_public_api_is_pinned():
 
     assert sorted(rw.__all__) == sorted(n for n in rw.__all__ if hasattr(rw, n))
     assert {"MultiHopRAG", "SynthContext", "reasoning_key_terms", "make_compactor", "register_answer_rule"} <= set(rw.__all__)
+
+
+def _story(i: int, meta=None) -> "Passage":
+    from rootweaver_innovations.documents.corpus import Passage, Source
+
+    text = f"Story {i} says the harbour bridge opened in {1900 + i} after a long strike by the crews."
+    return Passage(f"s{i}#0", f"Story {i}", (text,), source=Source(f"s{i}.md", meta=meta))
+
+
+def test_the_tagged_budget_applies_when_a_fact_read_carries_a_source_or_a_date():
+    from rootweaver_innovations.documents.corpus import DocumentMeta
+    from rootweaver_innovations.retrieval.retrievers import BM25Retriever
+
+    plain = [_story(i) for i in range(8)]
+    dated = [*plain[:7], _story(7, DocumentMeta(title="Story 7", published="2023-10-02"))]
+    small, large = Budget(60, "tokens"), Budget(400, "tokens")
+    for passages, expected in ((plain, small), (dated, large)):
+        rag = MultiHopRAG(BM25Retriever(passages), compaction_enabled=True, compaction_budget=small,
+                          tagged_budget=large, max_passages=8)
+        res = rag.multi_hop_search("When did the harbour bridge open after the strike?")
+        assert res.compaction.budget == expected
+        assert rag.synth_budget(res.facts) == expected
+    untagged = MultiHopRAG(BM25Retriever(dated), compaction_enabled=True, compaction_budget=small, max_passages=8)
+    assert untagged.multi_hop_search("When did the harbour bridge open?").compaction.budget == small
+    with pytest.raises(ValueError, match="tagged_budget must be a Budget, got int"):
+        MultiHopRAG(BM25Retriever(plain), tagged_budget=400)

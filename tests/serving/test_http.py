@@ -242,7 +242,9 @@ def test_variants_are_built_from_the_config_and_bounded():
     reader.gate.set()
     try:
         base = answerer.capability(AskOptions())
-        assert answerer.capability(AskOptions(max_tokens=160, compaction="evidence")) is base
+        assert answerer.capability(AskOptions(compaction="evidence")) is base
+        # a budget the request names holds for every question, the default's 160 too
+        assert answerer.capability(AskOptions(max_tokens=160)).config.compaction.budget == 160
         off = answerer.capability(AskOptions(compaction="off"))
         assert off.config.compaction.enabled is False and answerer.config.compaction.enabled is True
         assert answerer.capability(AskOptions(compaction="off")) is off
