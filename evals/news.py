@@ -11,7 +11,9 @@ all-evidence, the share of gold sentences found, the mean number of articles (fi
 chunks read and the reader tokens they hold, and the same for each single-shot retriever over
 the index (BM25, dense, hybrid; dense and hybrid when the index holds embeddings) given as
 many reader tokens as the loop read for that question (top hits in rank order until the
-loop's tokens are reached), with the paired-bootstrap CI of loop minus each. Null queries have
+loop's tokens are reached), with the paired-bootstrap CI of loop minus each. What reaches the
+reader: the mean number of articles the synth context holds a sentence of (``kept_ids``), and
+the share of answerable questions for which it holds a sentence of every gold article. Null queries have
 no evidence: they count in what is read, not in all-evidence. For the questions that name a
 source or a day the index knows (the loop's own reading of the question), the share whose
 gold articles from that source or day were all read. With ``--reader local`` (the embedded
@@ -141,6 +143,7 @@ def _cell(rows: list[dict], singles: Sequence[str], n_resamples: int, seed: int)
             "mean_articles_read": round(float(np.mean([r["articles"] for r in rows])), 2),
             "mean_chunks_read": round(float(np.mean([r["chunks"] for r in rows])), 2),
             "mean_tokens_read": round(float(np.mean([r["tokens"] for r in rows])), 1),
+            "mean_articles_in_synth": round(float(np.mean([r["synth_articles"] for r in rows])), 2),
             "answer_accuracy": _share([r["correct"] for r in rows]),
             "answerable_refused": _share([r["refused"] for r in answerable]),
             "name_a_source": len(named["source"]), "named_source_gold_read": _share(named["source"]),
@@ -149,7 +152,8 @@ def _cell(rows: list[dict], singles: Sequence[str], n_resamples: int, seed: int)
     if scored:
         loop = [float(all(r["loop"])) for r in scored]
         cell.update({"scored": len(scored), "all_evidence": round(float(np.mean(loop)), 3),
-                     "evidence_found": round(float(np.mean([np.mean(r["loop"]) for r in scored])), 3)})
+                     "evidence_found": round(float(np.mean([np.mean(r["loop"]) for r in scored])), 3),
+                     "gold_articles_in_synth": _share([r["synth_gold"] for r in scored])})
         for mode in singles:
             single = [float(all(r["single"][mode])) for r in scored]
             ci = paired_bootstrap_ci(loop, single, n_resamples=n_resamples, seed=seed)
@@ -205,7 +209,9 @@ def run(questions: Sequence[NewsQuestion], *, max_passages: int = 10, convention
                                          "correct": answer_correct(answer, q.answer, q.type)}) + "\n")
             tokens = sum(size[i] for i in ids)
             tops = {m: within_tokens(r, q.question, tokens, size) for m, r in singles.items()}
+            shown = {chunks[i]["file"] for i in d["kept_ids"] or ids}  # compaction off: the whole trajectory
             rows.append({"type": q.type, "facts": len(q.evidence_facts), "chunks": len(ids), "tokens": tokens,
+                         "synth_articles": len(shown), "synth_gold": set(q.evidence_files) <= shown,
                          "correct": answer_correct(answer, q.answer, q.type),
                          "refused": answer.strip().lower().startswith(INSUFFICIENT_INFORMATION),
                          "named": _named_read(singles["bm25"].facets, q.question, q.evidence_files, row_file,

@@ -2,7 +2,8 @@
 
 ``rootweaver ask --json`` prints it, ``rootweaver serve`` and the capability's
 ``context.metadata["multi_hop"]`` carry it; a compaction that did not run is strategy
-``"off"`` (and ``compaction`` false, ``budget``/``kept_lines``/``dropped_lines`` null) everywhere.
+``"off"`` (and ``compaction`` false, ``budget``/``kept_lines``/``kept_ids``/``dropped_lines`` null)
+everywhere.
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ def result_record(res: MultiHopResult, *, detail: bool = False) -> dict[str, Any
         "strategy": comp.strategy if comp is not None else "off",
         "budget": {"limit": comp.budget.limit, "unit": comp.budget.unit, "used": comp.used} if comp is not None else None,
         "kept_lines": comp.context.rendering.line_count if comp is not None else None,
+        # the passages the synth context holds a sentence of, in order, each once
+        "kept_ids": list(dict.fromkeys(f.passage_id for f in comp.context.facts)) if comp is not None else None,
         "dropped_lines": len(dropped) if comp is not None else None,
         "answer": answer_record(res.answer),
     }

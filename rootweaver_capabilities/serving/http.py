@@ -139,6 +139,7 @@ class AskRecord(BaseModel):
     strategy: str
     budget: BudgetRecord | None
     kept_lines: int | None
+    kept_ids: list[str] | None
     dropped_lines: int | None
     answer: AnswerRecord | None
     synth_context: str

@@ -114,7 +114,7 @@ def test_record_without_compaction(demo_retriever, questions):
     assert rec["stop_reason"] == result.stop_reason
     assert rec["context_chars"] == rec["full_context_chars"] == len(result.full_context)
     assert rec["compaction"] is False and rec["compaction_configured"] is False and rec["strategy"] == "off"
-    assert rec["kept_lines"] is rec["dropped_lines"] is rec["compaction_latency_ms"] is None
+    assert rec["kept_lines"] is rec["kept_ids"] is rec["dropped_lines"] is rec["compaction_latency_ms"] is None
     assert rec["flags"] == {CAPABILITY_FLAG: True}
     json.dumps(rec)  # plain values only
 
@@ -134,6 +134,9 @@ def test_compaction_is_decided_per_request_and_never_changes_the_trajectory(demo
         assert rec_on["compaction"] and rec_on["strategy"] == "line" and rec_on["budget"]["limit"] == 400
         assert rec_on["context_chars"] == len(on.synth_context) <= 400
         assert rec_on["kept_lines"] + rec_on["dropped_lines"] == len(on.full_context.split("\n"))
+        kept = [f.passage_id for f in on.synth.facts]
+        assert rec_on["kept_ids"] == sorted(set(kept), key=kept.index)
+        assert set(rec_on["kept_ids"]) <= {pid for h in rec_on["hops"] for pid in h["retrieved_ids"]}
         assert rec_on["compaction_latency_ms"] >= 0
         assert rec_on["flags"] == {CAPABILITY_FLAG: True, ROLLOUT: True}
         assert not rec_off["compaction"] and rec_off["flags"] == {CAPABILITY_FLAG: True, ROLLOUT: False}

@@ -28,6 +28,9 @@ def test_a_few_questions_through_the_product_path():
     assert overall["questions"] == 4 and overall["scored"] == sum(1 for q in questions if q.evidence_facts)
     assert 0 <= overall["all_evidence"] <= overall["evidence_found"] <= 1
     assert overall["mean_articles_read"] > 0 and overall["mean_tokens_read"] > 0
+    # the synth context holds a sentence of a few of the articles read (the budget for dated articles)
+    assert 0 < overall["mean_articles_in_synth"] <= overall["mean_articles_read"]
+    assert 0 <= overall["gold_articles_in_synth"] <= 1
     for single in ("bm25", "dense", "hybrid"):  # the index holds embeddings: every single shot is scored
         mean, low, high = overall[f"loop_minus_single_{single}"]
         assert low <= mean <= high
