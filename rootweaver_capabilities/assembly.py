@@ -163,7 +163,7 @@ def build_rag(
         passages_per_hop=config.passages_per_hop,
         answerability_threshold=config.answerability_threshold,
         compaction_enabled=config.compaction.enabled,
-        compaction_budget=Budget(budget or DEFAULT_BUDGET_TOKENS, config.compaction.unit),
+        compaction_budget=Budget(DEFAULT_BUDGET_TOKENS if budget is None else budget, config.compaction.unit),
         tagged_budget=None if budget is not None else Budget(TAGGED_BUDGET_TOKENS, config.compaction.unit),
         compactor=compactor,
     )
