@@ -117,7 +117,8 @@ def validate(obj: Any, path: str, source: str) -> None:
             continue
         if not _type_ok(rule.kind, value):
             given = value if rule.kind != "flag_map" else dict(value) if isinstance(value, tuple) else value
-            raise ConfigError(f"{source}: key '{key}' must be {TYPE_NAMES[rule.kind]}, "
+            or_null = " or null" if rule.nullable else ""
+            raise ConfigError(f"{source}: key '{key}' must be {TYPE_NAMES[rule.kind]}{or_null}, "
                               f"got {type(given).__name__} {shown(given)}")
         if rule.kind == "url" and not re.match(r"https?://\S+$", value):
             raise ConfigError(f"{source}: key '{key}' must be an http(s) URL, got {shown(value)}")

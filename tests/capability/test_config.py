@@ -142,6 +142,7 @@ BAD = [
     ({"bogus": 1}, "bogus", "unknown key"),
     ({"compaction": {"budget": -5}}, "compaction.budget", ">= 1"),
     ({"compaction": {"budget": 0}}, "compaction.budget", ">= 1"),
+    ({"compaction": {"budget": "auto"}}, "compaction.budget", "must be an integer or null, got str 'auto'"),
     ({"compaction": {"unit": "words"}}, "compaction.unit", "tokens"),
     ({"compaction": {"enabled": "yes"}}, "compaction.enabled", "true or false"),
     ({"compaction": {"strategy": "greedy"}}, "compaction.strategy", f"one of {sorted(STRATEGIES)}"),
