@@ -209,7 +209,8 @@ def run(questions: Sequence[NewsQuestion], *, max_passages: int = 10, convention
                                          "correct": answer_correct(answer, q.answer, q.type)}) + "\n")
             tokens = sum(size[i] for i in ids)
             tops = {m: within_tokens(r, q.question, tokens, size) for m, r in singles.items()}
-            shown = {chunks[i]["file"] for i in d["kept_ids"] or ids}  # compaction off: the whole trajectory
+            kept = ids if d["kept_ids"] is None else d["kept_ids"]  # compaction off: the whole trajectory
+            shown = {chunks[i]["file"] for i in kept}
             rows.append({"type": q.type, "facts": len(q.evidence_facts), "chunks": len(ids), "tokens": tokens,
                          "synth_articles": len(shown), "synth_gold": set(q.evidence_files) <= shown,
                          "correct": answer_correct(answer, q.answer, q.type),

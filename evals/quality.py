@@ -238,7 +238,8 @@ def run_quality(
         "n_questions": len(rows), "pool_passages": len(pool.passages), "runs": runs, "seeds": seeds,
         "temperature": temperature, "mode": mode, "strategy": strategy,
         # QA rows carry no source or date: a null budget is the default one for every question
-        "budget": {"limit": cfg.compaction.budget or DEFAULT_BUDGET_TOKENS, "unit": cfg.compaction.unit},
+        "budget": {"limit": DEFAULT_BUDGET_TOKENS if cfg.compaction.budget is None else cfg.compaction.budget,
+                   "unit": cfg.compaction.unit},
         "gate": gate, "max_hops": cfg.max_hops, "passages_per_hop": cfg.passages_per_hop, "max_tokens": max_tokens,
         "model": client.model, "reader": client.transport,
         "context_window": client.context_window,

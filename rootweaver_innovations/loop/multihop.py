@@ -142,10 +142,10 @@ class MultiHopRAG:
             raise ValueError(f"passages_per_hop must be >= 1, got {self.passages_per_hop}")
         if not 0 < self.answerability_threshold <= 1:
             raise ValueError(f"answerability_threshold must be in (0, 1], got {self.answerability_threshold}")
-        for name in ("compaction_budget", "tagged_budget"):
-            value = getattr(self, name)
-            if not isinstance(value, Budget) and (name == "compaction_budget" or value is not None):
-                raise ValueError(f"{name} must be a Budget, got {type(value).__name__}")
+        if not isinstance(self.compaction_budget, Budget):
+            raise ValueError(f"compaction_budget must be a Budget, got {type(self.compaction_budget).__name__}")
+        if self.tagged_budget is not None and not isinstance(self.tagged_budget, Budget):
+            raise ValueError(f"tagged_budget must be a Budget, got {type(self.tagged_budget).__name__}")
         if self.stop_rule not in STOP_RULES:
             raise ValueError(f"stop_rule must be one of {STOP_RULES}, got {self.stop_rule!r}")
         if self.title_index is None:

@@ -58,7 +58,7 @@ def test_loop_defaults_agree_with_multihoprag():
     rag, cfg = MultiHopRAG(retriever=None), MultiHopConfig()  # type: ignore[arg-type]
     assert (cfg.max_hops, cfg.max_passages, cfg.stop_rule, cfg.passages_per_hop, cfg.answerability_threshold) == (
         rag.max_hops, rag.max_passages, rag.stop_rule, rag.passages_per_hop, rag.answerability_threshold)
-    # a null budget builds the loop's own default, and the tagged budget beside it (test_build_rag_budgets)
+    # a null budget builds the loop's own default, and the tagged budget beside it (test_assembly.py: a null budget is the default one or the tagged one)
     assert cfg.compaction.budget is None and cfg.compaction.unit == rag.compaction_budget.unit
     # the capability compacts by default (its gate passed, ADR 0001); the bare loop leaves it to the caller
     assert cfg.compaction.enabled is True and rag.compaction_enabled is False

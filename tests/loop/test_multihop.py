@@ -20,6 +20,8 @@ from rootweaver_innovations.answer_rules.extractive import answer_span, extracti
 from rootweaver_innovations.records import Fact
 from rootweaver_innovations.compaction.budget import Budget
 from rootweaver_innovations.compaction.strategies import make_compactor, strategy_names
+from rootweaver_innovations.documents.corpus import DocumentMeta, Passage, Source
+from rootweaver_innovations.retrieval.retrievers import BM25Retriever
 
 
 @pytest.fixture(scope="module")
@@ -143,17 +145,12 @@ def test_public_api_is_pinned():
     assert {"MultiHopRAG", "SynthContext", "reasoning_key_terms", "make_compactor", "register_answer_rule"} <= set(rw.__all__)
 
 
-def _story(i: int, meta=None) -> "Passage":
-    from rootweaver_innovations.documents.corpus import Passage, Source
-
+def _story(i: int, meta: DocumentMeta | None = None) -> Passage:
     text = f"Story {i} says the harbour bridge opened in {1900 + i} after a long strike by the crews."
     return Passage(f"s{i}#0", f"Story {i}", (text,), source=Source(f"s{i}.md", meta=meta))
 
 
 def test_the_tagged_budget_applies_when_a_fact_read_carries_a_source_or_a_date():
-    from rootweaver_innovations.documents.corpus import DocumentMeta
-    from rootweaver_innovations.retrieval.retrievers import BM25Retriever
-
     plain = [_story(i) for i in range(8)]
     dated = [*plain[:7], _story(7, DocumentMeta(title="Story 7", published="2023-10-02"))]
     small, large = Budget(60, "tokens"), Budget(400, "tokens")
