@@ -23,6 +23,8 @@ query right when the answer is ``insufficient information``; and the share of an
 questions refused. Gold labels are read only to score, after the loop has read. Run::
 
     python -m evals.news --retriever hybrid --max-passages 10 --reader local
+
+``--compare-answers A B`` asks nothing: it pairs two ``--answers`` files question by question.
 """
 
 from __future__ import annotations
@@ -227,6 +229,28 @@ def run(questions: Sequence[NewsQuestion], *, max_passages: int = 10, convention
                         if (typed := [r for r in rows if r["type"] == t])}}
 
 
+def compare_answers(a: Path, b: Path, *, n_resamples: int = 10_000, seed: int = 0) -> dict:
+    """Two ``--answers`` files of the same questions paired by id: each one's accuracy, how many
+    questions only each gets right, and the paired-bootstrap CI of ``a`` minus ``b``.
+    ``ValueError`` (one line naming the file) for a file that is not such JSONL, or when the
+    two do not hold the same questions."""
+    scored = []
+    for path in (a, b):
+        try:
+            rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            scored.append({str(r["id"]): bool(r["correct"]) for r in rows})
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            raise ValueError(f"{path}: not an --answers file ({type(exc).__name__}: {exc})") from None
+    if set(scored[0]) != set(scored[1]):
+        raise ValueError(f"{a} and {b} do not hold the same questions ({len(scored[0])} and {len(scored[1])} ids)")
+    ids = sorted(scored[0])
+    x, y = ([float(s[i]) for i in ids] for s in scored)
+    ci = paired_bootstrap_ci(x, y, n_resamples=n_resamples, seed=seed)
+    return {"questions": len(ids), "a_accuracy": _share(x), "b_accuracy": _share(y),
+            "right_only_in_a": sum(p > q for p, q in zip(x, y)), "right_only_in_b": sum(q > p for p, q in zip(x, y)),
+            "a_minus_b": [round(ci.mean_diff, 3), round(ci.low, 3), round(ci.high, 3)]}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--conventions", choices=BUILTIN_CONVENTIONS, default=DEFAULT_CONVENTIONS,
@@ -243,7 +267,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--resamples", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--answers", type=Path, help="append each question's answer and score to this JSONL file")
+    p.add_argument("--compare-answers", type=Path, nargs=2, metavar=("A", "B"),
+                   help="ask nothing: pair two --answers files by question and print A minus B with its CI")
     args = p.parse_args(argv)
+    if args.compare_answers:
+        try:
+            print(json.dumps(compare_answers(*args.compare_answers, n_resamples=args.resamples, seed=args.seed)))
+        except ValueError as exc:
+            p.error(f"--compare-answers: {exc}")
+        return 0
     types = args.types.split(",") if args.types else list(TYPES)
     if unknown := sorted(set(types) - set(TYPES)):
         p.error(f"--types: unknown type {unknown[0]!r}; choose from {', '.join(TYPES)}")

@@ -3,11 +3,12 @@ path (index build of the saved articles, ask --json) is scored per question type
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
 
-from evals.news import TYPES, load_questions, main, run, write_articles
+from evals.news import TYPES, compare_answers, load_questions, main, run, write_articles
 
 
 def test_the_bundled_half_is_whole(tmp_path):
@@ -65,3 +66,31 @@ def test_a_count_that_is_not_positive_is_one_line_and_exit_2(option, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert f"{option}: must be > 0, got 0" in err and "Traceback" not in err
+
+
+def _answers(path, correct):
+    path.write_text("".join(json.dumps({"id": str(i), "correct": c}) + "\n" for i, c in enumerate(correct)))
+    return path
+
+
+def test_two_answer_files_are_paired_by_question(tmp_path):
+    a = _answers(tmp_path / "a.jsonl", [True, True, True, False])
+    b = _answers(tmp_path / "b.jsonl", [True, False, False, True])
+    report = compare_answers(a, b, n_resamples=200)
+    assert (report["questions"], report["a_accuracy"], report["b_accuracy"]) == (4, 0.75, 0.5)
+    assert (report["right_only_in_a"], report["right_only_in_b"]) == (2, 1)
+    mean, low, high = report["a_minus_b"]
+    assert mean == 0.25 and low <= mean <= high
+
+
+def test_answer_files_that_do_not_pair_are_one_line_and_exit_2(tmp_path, capsys):
+    a = _answers(tmp_path / "a.jsonl", [True, False])
+    b = _answers(tmp_path / "b.jsonl", [True])
+    with pytest.raises(ValueError, match=r"a\.jsonl and .*b\.jsonl do not hold the same questions \(2 and 1 ids\)"):
+        compare_answers(a, b)
+    (tmp_path / "bad.jsonl").write_text("not json\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["--compare-answers", str(tmp_path / "bad.jsonl"), str(a)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "bad.jsonl: not an --answers file (JSONDecodeError" in err and "Traceback" not in err
