@@ -3,7 +3,9 @@ product path: `rootweaver index build FOLDER`, then `rootweaver ask --index IDX 
 --reader none` per question.
 
 The bundled articles (``evals/data/multihoprag``: Markdown with YAML front matter, one file
-each) are written to a temporary folder and indexed by the product's own command; every
+each) are written to a temporary folder, as saved or in another layout (``--layout html``:
+saved web pages with their meta tags; ``--layout heading``: Markdown whose source and date are
+a line of text, see :func:`write_articles`), and indexed by the product's own command; every
 question is asked with ``--max-passages N --retriever MODE``. A question is **all-evidence**
 when each of its gold evidence sentences shares a word 8-gram (its whole text when shorter)
 with a read chunk of one of its evidence files. Reported per question type and overall:
@@ -31,6 +33,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime as dt
+import html
 import io
 import json
 import re
@@ -39,6 +43,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import frontmatter
 import numpy as np
 
 from rootweaver_capabilities.cli.argtypes import positive_int
@@ -55,7 +60,7 @@ from .diagnostics import paired_bootstrap_ci
 from .documents_folder import _ask
 from .layouts import grams
 
-__all__ = ["DATA", "TYPES", "NewsQuestion", "answer_correct", "found_evidence", "load_questions", "main", "run", "within_tokens", "write_articles"]
+__all__ = ["DATA", "TYPES", "LAYOUTS", "NewsQuestion", "answer_correct", "found_evidence", "load_questions", "main", "run", "within_tokens", "write_articles"]
 
 DATA = Path(__file__).resolve().parent / "data" / "multihoprag"
 TYPES = ("inference_query", "comparison_query", "temporal_query", "null_query")
@@ -86,13 +91,47 @@ def load_questions(limit: int | None = None, path: Path = DATA / "dev.jsonl.gz")
     return out
 
 
-def write_articles(folder: Path, path: Path = DATA / "articles.jsonl.gz") -> int:
-    """Write each bundled article as ``folder/<file>`` (UTF-8, as it was saved); how many."""
+LAYOUTS = ("saved", "html", "heading")
+
+
+def write_articles(folder: Path, layout: str = "saved", path: Path = DATA / "articles.jsonl.gz") -> int:
+    """Write each bundled article into ``folder``; how many. ``saved``: as it was saved
+    (``<id>.md``, Markdown with YAML front matter); ``html``: a saved web page (``<id>.html``:
+    ``<title>``, ``og:site_name``, ``article:published_time`` and ``author`` meta tags, an
+    ``h1`` and one ``p`` per paragraph); ``heading``: Markdown with no metadata a program
+    reads (``<id>.md``: the headline as a heading, a line ``source, Month D, YYYY``, the
+    text). ``ValueError`` for another layout."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}; choose from {', '.join(LAYOUTS)}")
     folder.mkdir(parents=True, exist_ok=True)
     n = 0
     for n, obj in enumerate((obj for _, obj in read_jsonl(path)), 1):
-        (folder / obj["file"]).write_text(obj["text"], encoding="utf-8")
+        name, text = obj["file"], obj["text"]
+        if layout != "saved":
+            post = frontmatter.loads(text)
+            name, text = _relaid(Path(name).stem, layout, post.metadata, post.content)
+        (folder / name).write_text(text, encoding="utf-8")
     return n
+
+
+def _relaid(stem: str, layout: str, meta: dict, body: str) -> tuple[str, str]:
+    """``(file name, text)`` of one article in ``layout`` from its front matter and body."""
+    title, source, day = str(meta.get("title", "")), str(meta.get("source", "")), meta.get("published")
+    paragraphs = [p.strip() for p in body.split("\n\n") if p.strip()]
+    if layout == "heading":
+        dated = f", {day:%B} {day.day}, {day.year}" if isinstance(day, dt.date) else ""
+        return f"{stem}.md", "\n\n".join([f"# {title}", f"{source}{dated}", *paragraphs]) + "\n"
+    tags = [("property", "og:site_name", source), ("name", "author", str(meta.get("author") or "")),
+            ("property", "article:published_time", day.isoformat() if isinstance(day, dt.date) else "")]
+    head = "".join(f'<meta {attr}="{key}" content="{html.escape(value)}">' for attr, key, value in tags if value)
+    paras = "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
+    return f"{stem}.html", (f"<!doctype html><html><head><title>{html.escape(title)}</title>{head}</head>"
+                            f"<body><article><h1>{html.escape(title)}</h1>{paras}</article></body></html>\n")
+
+
+def _article(path: str) -> str:
+    """The bundled article a chunk's file is, named as the questions name it (``<id>.md``)."""
+    return Path(path).stem + ".md"
 
 
 def found_evidence(facts: Sequence[str], files: Sequence[str], ids: Sequence[str], chunks: dict[str, dict]) -> list[bool]:
@@ -177,15 +216,16 @@ def _named_read(facets, question: str, files: Sequence[str], row_file: list[str]
 
 def run(questions: Sequence[NewsQuestion], *, max_passages: int = 10, conventions: str = DEFAULT_CONVENTIONS,
         mode: str = DEFAULT_RETRIEVER_MODE, reader: str = "none", n_resamples: int = 10_000, seed: int = 0,
-        answers: Path | None = None, ask_args: Sequence[str] = ()) -> dict:
+        answers: Path | None = None, ask_args: Sequence[str] = (), layout: str = "saved") -> dict:
     """Index the bundled articles and ask ``questions`` with retriever ``mode`` and ``reader``;
-    the report (see the module docstring). ``answers``: a JSONL file to write each question's
+    the report (see the module docstring). ``layout``: how the articles are written
+    (:func:`write_articles`). ``answers``: a JSONL file to write each question's
     id, type, gold answer, answer, method and whether it is right; ``ask_args``: more
     ``rootweaver ask`` options (``--mode answer``, ``--max-tokens 400``)."""
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder, index = Path(tmp) / "articles", Path(tmp) / "articles.idx"
-        articles = write_articles(folder)
+        articles = write_articles(folder, layout)
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             code = rootweaver(["index", "build", str(folder), "--out", str(index), "--conventions", conventions,
                                "--dense"])
@@ -195,8 +235,8 @@ def run(questions: Sequence[NewsQuestion], *, max_passages: int = 10, convention
         chunks, row_file = {}, []
         for line in (index / "passages" / "records.jsonl").read_text(encoding="utf-8").splitlines():
             obj = json.loads(line)
-            chunks[obj["id"]] = {"file": obj["source"]["path"], "text": " ".join(obj["sentences"])}
-            row_file.append(obj["source"]["path"])
+            chunks[obj["id"]] = {"file": _article(obj["source"]["path"]), "text": " ".join(obj["sentences"])}
+            row_file.append(_article(obj["source"]["path"]))
         size = {i: count(c["text"]) for i, c in chunks.items()}
         opened = open_index(index)
         singles = {m: opened.retriever(m) for m in (RETRIEVER_MODES if opened.dense is not None else ("bm25",))}
@@ -223,7 +263,7 @@ def run(questions: Sequence[NewsQuestion], *, max_passages: int = 10, convention
                          "loop": found_evidence(q.evidence_facts, q.evidence_files, ids, chunks),
                          "single": {m: found_evidence(q.evidence_facts, q.evidence_files, top, chunks)
                                     for m, top in tops.items()}})
-    return {"articles": articles, "indexed_chunks": len(chunks), "retriever": mode, "reader": reader,
+    return {"articles": articles, "layout": layout, "indexed_chunks": len(chunks), "retriever": mode, "reader": reader,
             "overall": _cell(rows, list(singles), n_resamples, seed),
             "by_type": {t: _cell(typed, list(singles), n_resamples, seed) for t in TYPES
                         if (typed := [r for r in rows if r["type"] == t])}}
@@ -255,6 +295,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--conventions", choices=BUILTIN_CONVENTIONS, default=DEFAULT_CONVENTIONS,
                    help="index build / ask --conventions")
+    p.add_argument("--layout", choices=LAYOUTS, default="saved",
+                   help="how the articles are written: as saved (front matter), as web pages, or with no metadata")
     p.add_argument("--max-passages", type=int, default=10, help="ask --max-passages")
     p.add_argument("--retriever", choices=RETRIEVER_CHOICES, default=DEFAULT_RETRIEVER_MODE, help="ask --retriever")
     p.add_argument("--reader", choices=("none", "local"), default="none", help="ask --reader")
@@ -286,7 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       "conventions": args.conventions, "max_passages": args.max_passages,
                       **run(questions, max_passages=args.max_passages, conventions=args.conventions,
                             mode=args.retriever, reader=args.reader, n_resamples=args.resamples, seed=args.seed,
-                            answers=args.answers, ask_args=ask_args)}, indent=2))
+                            answers=args.answers, ask_args=ask_args, layout=args.layout)}, indent=2))
     return 0
 
 

@@ -8,7 +8,8 @@ from collections import Counter
 
 import pytest
 
-from evals.news import TYPES, compare_answers, load_questions, main, run, write_articles
+from evals.news import LAYOUTS, TYPES, compare_answers, load_questions, main, run, write_articles
+from rootweaver_innovations.documents.formats import read_document
 
 
 def test_the_bundled_half_is_whole(tmp_path):
@@ -19,6 +20,29 @@ def test_the_bundled_half_is_whole(tmp_path):
         assert (not q.evidence_facts) == (not q.evidence_files) == (q.type == "null_query")
         texts = [(tmp_path / f).read_text(encoding="utf-8") for f in q.evidence_files]
         assert all(any(fact in text for text in texts) for fact in q.evidence_facts)  # verbatim in its files
+
+
+@pytest.mark.parametrize("layout", ["html", "heading"])
+def test_every_layout_holds_every_article_and_only_saved_and_html_carry_metadata(layout, tmp_path):
+    assert write_articles(tmp_path / "saved") == write_articles(tmp_path / layout, layout) == 326
+    name = "article-0040d5770d"
+    saved = read_document(tmp_path / "saved" / f"{name}.md", f"{name}.md", "markdown", 1 << 20)
+    kind, suffix = ("html", ".html") if layout == "html" else ("markdown", ".md")
+    relaid = read_document(tmp_path / layout / f"{name}{suffix}", f"{name}{suffix}", kind, 1 << 20)
+    assert saved.meta.source == "Cnbc | World Business News Leader" and saved.meta.published.startswith("2023-10-06")
+    assert relaid.title == saved.title == "Amazon sellers sound off on the FTC's 'long-overdue' antitrust case"
+    body = " ".join(text for _, text in relaid.sections)
+    assert "Zapolsky said." in body
+    if layout == "html":  # the page's meta tags say what the front matter said
+        assert (relaid.meta.source, relaid.meta.published) == (saved.meta.source, saved.meta.published)
+    else:  # the source and date are a line of text, nothing a program reads as metadata
+        assert relaid.meta is None and "Cnbc | World Business News Leader, October 6, 2023" in body
+
+
+def test_an_unknown_layout_is_refused_by_name(tmp_path):
+    with pytest.raises(ValueError, match="unknown layout 'pdf'; choose from saved, html, heading"):
+        write_articles(tmp_path, "pdf")
+    assert LAYOUTS == ("saved", "html", "heading")
 
 
 def test_a_few_questions_through_the_product_path():
@@ -43,6 +67,13 @@ def test_the_command_line_prints_one_json_report(capsys):
     assert main(["--limit", "2", "--max-passages", "3", "--resamples", "50"]) == 0
     out = capsys.readouterr().out
     assert '"questions": 2' in out and '"max_passages": 3' in out and '"conventions": "wikipedia"' in out
+
+
+def test_the_command_line_writes_the_layout_asked_for(capsys):
+    assert main(["--layout", "html", "--limit", "1", "--max-passages", "3", "--resamples", "50"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["layout"] == "html" and report["overall"]["questions"] == 1
+    assert report["overall"]["scored"] == 1 and report["overall"]["mean_articles_read"] > 0
 
 
 def test_the_command_line_asks_only_the_types_named(capsys):
