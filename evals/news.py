@@ -60,7 +60,7 @@ from .diagnostics import paired_bootstrap_ci
 from .documents_folder import _ask
 from .layouts import grams
 
-__all__ = ["DATA", "TYPES", "LAYOUTS", "NewsQuestion", "answer_correct", "found_evidence", "load_questions", "main", "run", "within_tokens", "write_articles"]
+__all__ = ["DATA", "LAYOUTS", "TYPES", "NewsQuestion", "answer_correct", "found_evidence", "load_questions", "main", "run", "within_tokens", "write_articles"]
 
 DATA = Path(__file__).resolve().parent / "data" / "multihoprag"
 TYPES = ("inference_query", "comparison_query", "temporal_query", "null_query")
