@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 from evals import news
-from evals.loops import compacted, product_loop
+from evals.loops import product_loop
 from rootweaver_capabilities.cli.main import main as rootweaver
 from rootweaver_capabilities.readers.embedded import LlamaCppChatClient
 from rootweaver_capabilities.readers.synthesizer import LLMSynthesizer
@@ -69,10 +69,9 @@ def news_contexts(n: int) -> list[tuple[str, dict]]:
             if rootweaver(["index", "build", str(folder), "--out", str(index), "--dense"]) != 0:
                 raise SystemExit("rootweaver index build failed")
         rag = dataclasses.replace(product_loop(open_index(index).retriever("hybrid")), compaction_enabled=True)
-        fixed = compacted(rag, DEFAULT_STRATEGY, Budget(DEFAULT_BUDGET_TOKENS, "tokens"))
-        return [(q.question, {"160": fixed.multi_hop_search(q.question).synth,
-                              "default": rag.multi_hop_search(q.question).synth})
-                for q in news.load_questions(n)]
+        fixed = Budget(DEFAULT_BUDGET_TOKENS, "tokens")
+        return [(res.question, {"160": rag.compactor(res.compaction_request(fixed)).context, "default": res.synth})
+                for res in (rag.multi_hop_search(q.question) for q in news.load_questions(n))]
 
 
 CORPORA = {  # corpus: (contexts, baseline, (configuration, label) in print order)

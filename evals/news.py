@@ -235,8 +235,8 @@ def run(questions: Sequence[NewsQuestion], *, max_passages: int = 10, convention
         chunks, row_file = {}, []
         for line in (index / "passages" / "records.jsonl").read_text(encoding="utf-8").splitlines():
             obj = json.loads(line)
-            chunks[obj["id"]] = {"file": _article(obj["source"]["path"]), "text": " ".join(obj["sentences"])}
             row_file.append(_article(obj["source"]["path"]))
+            chunks[obj["id"]] = {"file": row_file[-1], "text": " ".join(obj["sentences"])}
         size = {i: count(c["text"]) for i, c in chunks.items()}
         opened = open_index(index)
         singles = {m: opened.retriever(m) for m in (RETRIEVER_MODES if opened.dense is not None else ("bm25",))}
