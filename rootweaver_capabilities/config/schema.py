@@ -335,7 +335,7 @@ class MultiHopConfig:
     answer_rules: tuple[str, ...] = knob(
         defaults.DEFAULT_ANSWER_RULES, "names", "Answer rules tried in order before the reader, by registered name "
         "(unknown_source: 'insufficient information' when the question cites a publication none of the read "
-        "documents comes from; date_comparison: compare the years of the two options of a 'who was born first, "
+        "documents comes from or names; date_comparison: compare the years of the two options of a 'who was born first, "
         "A or B' question); [] = the reader always answers.", choices=_ANSWER_RULES,
     )
     conventions: str | None = knob(

@@ -1,5 +1,5 @@
-"""The answer rule ``unknown_source``: a question that cites a publication none of the read
-documents comes from is answered ``insufficient information``.
+"""The answer rule ``unknown_source``: a question that cites a publication no read document
+comes from, and no read passage names, is answered ``insufficient information``.
 
 A question cites a publication when an English phrase says a text came from it: "an article
 from X", "a report by X", "a piece in X", "another from X", "the X article", "a recent X
@@ -7,13 +7,16 @@ report", "reported (published, covered, discussed, ...) by X", X a run of capita
 (with "of", "&" and "the" inside), quoted or not, a leading "The" dropped. X is a source of a
 read document when one of their sources is X or starts with X followed by a non-word
 character (``BBC News`` for ``BBC News - Entertainment & Arts``, ``CNBC`` for ``Cnbc | World
-Business News Leader``), case aside, a leading "The" ignored on both.
+Business News Leader``), case aside, a leading "The" ignored on both. A read passage names X
+when its sentence or title holds X as a whole phrase starting with a capital, case aside after
+it: documents with no metadata often carry their source as text ("TechCrunch, October 5,
+2023" under the headline), and a Wikipedia question's "written by X" names an author its
+passages name too.
 
-The rule settles nothing (``None``) when no read fact carries a source (Wikipedia rows, plain
-files: their questions are never judged by it) or when every cited publication is among the
-read documents' sources. Since the loop reads, after its first hop, the best passage of each
-source the question names that the corpus carries, a known source is among what was read
-unless the passage budget ran out first.
+The rule settles nothing (``None``) when every cited publication is among the read documents'
+sources or named by a read passage, or when the question cites none. Since the loop reads,
+after its first hop, the best passage of each source the question names that the corpus
+carries, a known source is among what was read unless the passage budget ran out first.
 """
 
 from __future__ import annotations
@@ -55,13 +58,19 @@ def _is_source(name: str, source: str) -> bool:
     return re.match(rf"{re.escape(name)}(?!\w)", source) is not None
 
 
+def _names(name: str, fact: Fact) -> bool:
+    """Whether ``fact``'s sentence or title holds ``name`` as a capitalised phrase, case aside
+    after the first letter (``Cnbc`` for ``CNBC``; not ``variety`` for ``Variety``)."""
+    pattern = re.compile(rf"(?<!\w){re.escape(_LEADING_THE.sub('', name))}(?!\w)", re.IGNORECASE)
+    return any(m.group()[0].isupper() for text in (fact.sentence, fact.title) for m in pattern.finditer(text))
+
+
 def unknown_source_answer(question: str, facts: Sequence[Fact]) -> Answer | None:
     """``insufficient information`` (method ``abstained (...)`` naming the publication) when
-    ``question`` cites a publication that no read fact's document comes from; else ``None``."""
+    ``question`` cites a publication that no read fact's document comes from and no read fact
+    names; else ``None``."""
     sources = {f.meta.source for f in facts if f.meta is not None and f.meta.source}
-    if not sources:
-        return None
     for name in cited_publications(question):
-        if not any(_is_source(name, s) for s in sources):
+        if not any(_is_source(name, s) for s in sources) and not any(_names(name, f) for f in facts):
             return Answer(INSUFFICIENT_INFORMATION, (), f"{ABSTAINED} (no document read is from {name!r})")
     return None

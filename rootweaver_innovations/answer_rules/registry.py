@@ -6,7 +6,7 @@ answers when none settles the question. A new rule is one module and one
 :func:`register_answer_rule` call, then its name in the config. The built-in:
 ``unknown_source`` (:func:`~rootweaver_innovations.answer_rules.cited_sources.unknown_source_answer`:
 ``insufficient information`` when the question cites a publication none of the read documents
-comes from) and ``date_comparison``
+comes from or names) and ``date_comparison``
 (:func:`~rootweaver_innovations.conventions.wikipedia.dates.date_comparison_answer`, which reads
 Wikipedia-style lead sentences).
 """

@@ -1,5 +1,6 @@
 """The ``unknown_source`` answer rule: a question citing a publication none of the read
-documents comes from is answered "insufficient information"; otherwise the rule stays out."""
+documents comes from and no read passage names is answered "insufficient information";
+otherwise the rule stays out."""
 
 from __future__ import annotations
 
@@ -40,9 +41,26 @@ def test_sources_read_by_a_prefix_or_without_the_article_are_known():
         assert unknown_source_answer(q, READ) is None, q
 
 
-def test_documents_without_sources_are_never_judged():
-    assert unknown_source_answer("What did a Bloomberg report say?", [_fact(None)]) is None
-    assert unknown_source_answer("What did a Bloomberg report say?", []) is None
+def _plain(sentence: str, title: str = "article-0040d5770d.md") -> Fact:
+    return Fact(f"{title}#0", title, sentence, 0, 0, "q")
+
+
+def test_without_sources_a_publication_named_by_a_read_passage_is_known():
+    line = _plain("Cnbc | World Business News Leader, October 6, 2023. Amazon sellers sound off.")
+    assert unknown_source_answer("What did a CNBC article say about Amazon?", [line]) is None
+    assert unknown_source_answer("What did a report by Amazon say?", [_plain("Text.", title="Amazon sellers")]) is None
+
+
+def test_without_sources_a_publication_no_read_passage_names_is_not_in_the_documents():
+    answer = unknown_source_answer("What did a Bloomberg report say?", [_fact(None)])
+    assert answer is not None and answer.method == "abstained (no document read is from 'Bloomberg')"
+    assert unknown_source_answer("What did a Bloomberg report say?", []) is not None
+
+
+def test_a_lower_case_word_is_not_the_publication():
+    q = "What did the Variety review say about Poker Face?"
+    assert unknown_source_answer(q, [_plain("Agents could help with a variety of tasks.")]) is not None
+    assert unknown_source_answer(q, [_plain("Variety, November 2, 2023. Poker Face returns.")]) is None
 
 
 @given(st.text(alphabet=st.characters(categories=("Ll", "Zs", "Po")), max_size=80))
