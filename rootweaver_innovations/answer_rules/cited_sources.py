@@ -58,11 +58,11 @@ def _is_source(name: str, source: str) -> bool:
     return re.match(rf"{re.escape(name)}(?!\w)", source) is not None
 
 
-def _names(name: str, fact: Fact) -> bool:
-    """Whether ``fact``'s sentence or title holds ``name`` as a capitalised phrase, case aside
+def _named(name: str, facts: Sequence[Fact]) -> bool:
+    """Whether a fact's sentence or title holds ``name`` as a capitalised phrase, case aside
     after the first letter (``Cnbc`` for ``CNBC``; not ``variety`` for ``Variety``)."""
     pattern = re.compile(rf"(?<!\w){re.escape(_LEADING_THE.sub('', name))}(?!\w)", re.IGNORECASE)
-    return any(m.group()[0].isupper() for text in (fact.sentence, fact.title) for m in pattern.finditer(text))
+    return any(m.group()[0].isupper() for f in facts for text in (f.sentence, f.title) for m in pattern.finditer(text))
 
 
 def unknown_source_answer(question: str, facts: Sequence[Fact]) -> Answer | None:
@@ -71,6 +71,6 @@ def unknown_source_answer(question: str, facts: Sequence[Fact]) -> Answer | None
     names; else ``None``."""
     sources = {f.meta.source for f in facts if f.meta is not None and f.meta.source}
     for name in cited_publications(question):
-        if not any(_is_source(name, s) for s in sources) and not any(_names(name, f) for f in facts):
+        if not any(_is_source(name, s) for s in sources) and not _named(name, facts):
             return Answer(INSUFFICIENT_INFORMATION, (), f"{ABSTAINED} (no document read is from {name!r})")
     return None
