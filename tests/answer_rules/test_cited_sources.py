@@ -4,9 +4,12 @@ otherwise the rule stays out."""
 
 from __future__ import annotations
 
+import json
+
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rootweaver_capabilities.cli.main import main
 from rootweaver_innovations.answer_rules.cited_sources import cited_publications, unknown_source_answer
 from rootweaver_innovations.answer_rules.registry import DEFAULT_ANSWER_RULES, make_answer_rules
 from rootweaver_innovations.documents.metadata import DocumentMeta
@@ -71,3 +74,22 @@ def test_a_question_that_cites_no_capitalised_name_is_left_to_the_reader(text):
 def test_it_runs_first_by_default():
     assert DEFAULT_ANSWER_RULES == ("unknown_source", "date_comparison")
     assert make_answer_rules(["unknown_source"])[0] is unknown_source_answer
+
+
+def test_a_folder_without_metadata_is_judged_by_its_text(tmp_path, capsys):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "ftx.md").write_text("# FTX founder on trial\n\nTechCrunch, October 5, 2023\n\n"
+                                 "Sam Bankman-Fried founded the FTX exchange in 2019.\n", encoding="utf-8")
+    (docs / "amazon.md").write_text("# Amazon sellers sound off\n\nCnbc | World Business News Leader, October 6, 2023"
+                                    "\n\nAmazon sellers criticised the platform's fees.\n", encoding="utf-8")
+    assert main(["index", "build", str(docs), "--out", str(tmp_path / "idx")]) == 0
+    capsys.readouterr()
+    answers = {}
+    for publication in ("TechCrunch", "Bloomberg"):
+        assert main(["ask", f"According to a {publication} article, who founded FTX?", "--index", str(tmp_path / "idx"),
+                     "--reader", "none", "--json"]) == 0
+        answers[publication] = json.loads(capsys.readouterr().out)["answer"]
+    assert answers["Bloomberg"]["text"] == "insufficient information"
+    assert answers["Bloomberg"]["method"] == "abstained (no document read is from 'Bloomberg')"
+    assert answers["TechCrunch"]["method"] != answers["Bloomberg"]["method"] and answers["TechCrunch"]["citations"]
