@@ -24,9 +24,7 @@ Run: ``python benchmarks/bench_reader.py [--corpus demo|news] [--questions 10] [
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
-import io
 import os
 import platform
 import statistics
@@ -37,7 +35,6 @@ from pathlib import Path
 
 from evals import news
 from evals.loops import product_loop
-from rootweaver_capabilities.cli.main import main as rootweaver
 from rootweaver_capabilities.readers.embedded import LlamaCppChatClient
 from rootweaver_capabilities.readers.synthesizer import LLMSynthesizer
 from rootweaver_innovations.compaction.budget import Budget
@@ -63,11 +60,10 @@ def news_contexts(n: int) -> list[tuple[str, dict]]:
     """``(question, {configuration: synth context})`` of the first ``n`` news questions over the
     bundled articles indexed with embeddings: the default budget and 160 tokens."""
     with tempfile.TemporaryDirectory() as tmp:
-        folder, index = Path(tmp) / "articles", Path(tmp) / "articles.idx"
-        news.write_articles(folder)
-        with contextlib.redirect_stdout(io.StringIO()):
-            if rootweaver(["index", "build", str(folder), "--out", str(index), "--dense"]) != 0:
-                raise SystemExit("rootweaver index build failed")
+        try:
+            _, index = news.index_articles(Path(tmp))
+        except RuntimeError as exc:
+            raise SystemExit(str(exc)) from None
         rag = dataclasses.replace(product_loop(open_index(index).retriever("hybrid")), compaction_enabled=True)
         fixed = Budget(DEFAULT_BUDGET_TOKENS, "tokens")
         return [(res.question, {"160": rag.compactor(res.compaction_request(fixed)).context, "default": res.synth})

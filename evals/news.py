@@ -60,7 +60,7 @@ from .diagnostics import paired_bootstrap_ci
 from .documents_folder import _ask
 from .layouts import grams
 
-__all__ = ["DATA", "LAYOUTS", "TYPES", "NewsQuestion", "answer_correct", "found_evidence", "load_questions", "main", "run", "within_tokens", "write_articles"]
+__all__ = ["DATA", "LAYOUTS", "TYPES", "NewsQuestion", "answer_correct", "found_evidence", "index_articles", "load_questions", "main", "run", "within_tokens", "write_articles"]
 
 DATA = Path(__file__).resolve().parent / "data" / "multihoprag"
 TYPES = ("inference_query", "comparison_query", "temporal_query", "null_query")
@@ -114,15 +114,32 @@ def write_articles(folder: Path, layout: str = "saved", path: Path = DATA / "art
     return n
 
 
+def index_articles(tmp: Path, layout: str = "saved", conventions: str = DEFAULT_CONVENTIONS) -> tuple[int, Path]:
+    """Write the bundled articles into ``tmp/articles`` in ``layout`` (:func:`write_articles`)
+    and index them with embeddings (``rootweaver index build --dense``, its output captured)
+    into ``tmp/articles.idx``: ``(articles written, index folder)``. ``RuntimeError`` with the
+    build's exit code and last error line when it fails."""
+    folder, index = tmp / "articles", tmp / "articles.idx"
+    articles = write_articles(folder, layout)
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = rootweaver(["index", "build", str(folder), "--out", str(index), "--conventions", conventions, "--dense"])
+    if code != 0:
+        last = (err.getvalue().strip().splitlines() or [""])[-1]
+        raise RuntimeError(f"rootweaver index build exited {code}: {last}")
+    return articles, index
+
+
 def _relaid(stem: str, layout: str, meta: dict, body: str) -> tuple[str, str]:
     """``(file name, text)`` of one article in ``layout`` from its front matter and body."""
     title, source, day = str(meta.get("title", "")), str(meta.get("source", "")), meta.get("published")
+    day = day if isinstance(day, dt.date) else None
     paragraphs = [p.strip() for p in body.split("\n\n") if p.strip()]
     if layout == "heading":
-        dated = f", {day:%B} {day.day}, {day.year}" if isinstance(day, dt.date) else ""
+        dated = f", {day:%B} {day.day}, {day.year}" if day else ""
         return f"{stem}.md", "\n\n".join([f"# {title}", f"{source}{dated}", *paragraphs]) + "\n"
     tags = [("property", "og:site_name", source), ("name", "author", str(meta.get("author") or "")),
-            ("property", "article:published_time", day.isoformat() if isinstance(day, dt.date) else "")]
+            ("property", "article:published_time", day.isoformat() if day else "")]
     head = "".join(f'<meta {attr}="{key}" content="{html.escape(value)}">' for attr, key, value in tags if value)
     paras = "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs)
     return f"{stem}.html", (f"<!doctype html><html><head><title>{html.escape(title)}</title>{head}</head>"
@@ -224,13 +241,7 @@ def run(questions: Sequence[NewsQuestion], *, max_passages: int = 10, convention
     ``rootweaver ask`` options (``--mode answer``, ``--max-tokens 400``)."""
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        folder, index = Path(tmp) / "articles", Path(tmp) / "articles.idx"
-        articles = write_articles(folder, layout)
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            code = rootweaver(["index", "build", str(folder), "--out", str(index), "--conventions", conventions,
-                               "--dense"])
-        if code != 0:
-            raise RuntimeError(f"rootweaver index build exited {code}")
+        articles, index = index_articles(Path(tmp), layout, conventions)
         count = default_token_counter().count
         chunks, row_file = {}, []
         for line in (index / "passages" / "records.jsonl").read_text(encoding="utf-8").splitlines():

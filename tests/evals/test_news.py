@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from evals.news import LAYOUTS, TYPES, compare_answers, load_questions, main, run, write_articles
+from evals.news import LAYOUTS, TYPES, compare_answers, index_articles, load_questions, main, run, write_articles
 from rootweaver_innovations.documents.formats import read_document
 
 
@@ -20,6 +20,13 @@ def test_the_bundled_half_is_whole(tmp_path):
         assert (not q.evidence_facts) == (not q.evidence_files) == (q.type == "null_query")
         texts = [(tmp_path / f).read_text(encoding="utf-8") for f in q.evidence_files]
         assert all(any(fact in text for text in texts) for fact in q.evidence_facts)  # verbatim in its files
+
+
+def test_a_failed_index_build_names_its_exit_code_and_error(tmp_path):
+    (tmp_path / "articles.idx").write_text("not an index", encoding="utf-8")
+    with pytest.raises(RuntimeError, match=r"^rootweaver index build exited 2: rootweaver: error: .*articles\.idx: "
+                                           r"already exists; remove it or choose another --out$"):
+        index_articles(tmp_path)
 
 
 @pytest.mark.parametrize("layout", ["html", "heading"])
